@@ -1,0 +1,1 @@
+"""Edit Agents: a ComfyUI custom node pack that makes ComfyUI an agentic image editor."""

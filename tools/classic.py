@@ -1,0 +1,410 @@
+"""Classic image tools: exact, fast, any size; alpha kept, grayscale stays grayscale.
+
+These are what PhotoAgent routes to OpenCV/PIL and CCA's procedural tools. Each tool is
+a ToolSpec: its description, manual and typed parameters are the single source that the
+planner prompt, the executor, validation and the docs read.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .imageops import luminance, on_color, split_alpha, join_alpha
+from .spec import Param, ToolSpec
+
+
+def _cv2():
+    import cv2  # lazy: opencv is a listed requirement, but the pack must load without it
+    return cv2
+
+
+def _scale_lum(color: np.ndarray, new_lum: np.ndarray, old_lum: np.ndarray) -> np.ndarray:
+    """Change luminance while keeping hue/saturation ratios."""
+    ratio = (new_lum + 1e-4) / (old_lum + 1e-4)
+    return color * ratio[:, :, None]
+
+
+# --- tone ---------------------------------------------------------------------------
+
+def exposure(img, stops=0.0):
+    return on_color(lambda c: c * (2.0 ** stops))(img)
+
+
+def brightness(img, amount=0.0):
+    return on_color(lambda c: c + amount)(img)
+
+
+def contrast(img, amount=0.0):
+    def f(c):
+        pivot = float(luminance(c).mean())
+        return (c - pivot) * (1.0 + amount) + pivot
+    return on_color(f)(img)
+
+
+def gamma(img, gamma=1.0):
+    return on_color(lambda c: np.power(np.clip(c, 0, 1), 1.0 / gamma))(img)
+
+
+def auto_levels(img, clip_percent=0.5):
+    def f(c):
+        lum = luminance(c)
+        lo, hi = np.percentile(lum, [clip_percent, 100.0 - clip_percent])
+        if hi - lo < 1e-3:
+            return c
+        return (c - lo) / (hi - lo)
+    return on_color(f)(img)
+
+
+def highlights_shadows(img, shadows=0.0, highlights=0.0):
+    """Lift shadows (>0) and recover highlights (>0) with a smooth luminance mask."""
+    def f(c):
+        lum = luminance(c)
+        blur = _cv2().GaussianBlur(lum, (0, 0), sigmaX=max(1.0, max(lum.shape) / 100))
+        shadow_mask = np.clip(1.0 - blur / 0.5, 0, 1) ** 2
+        highlight_mask = np.clip((blur - 0.5) / 0.5, 0, 1) ** 2
+        new = lum + shadows * 0.5 * shadow_mask * (1 - lum) - highlights * 0.5 * highlight_mask * lum
+        return _scale_lum(c, np.clip(new, 0, 1), lum)
+    return on_color(f)(img)
+
+
+def tone_curve(img, shadows=0.0, midtones=0.0, highlights=0.0):
+    """A smooth curve through (0,0), (.25,.25+s), (.5,.5+m), (.75,.75+h), (1,1)."""
+    xs = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+    ys = np.clip(xs + np.array([0.0, shadows, midtones, highlights, 0.0]) * 0.25, 0, 1)
+    lut_x = np.linspace(0, 1, 1024)
+    lut = np.interp(lut_x, xs, ys)
+    return on_color(lambda c: np.interp(np.clip(c, 0, 1), lut_x, lut).astype(np.float32))(img)
+
+
+def clahe(img, clip_limit=2.0, tile=8):
+    cv2 = _cv2()
+
+    def f(c):
+        lum = luminance(c)
+        op = cv2.createCLAHE(clipLimit=float(clip_limit), tileGridSize=(int(tile), int(tile)))
+        new = op.apply((np.clip(lum, 0, 1) * 65535).astype(np.uint16)).astype(np.float32) / 65535
+        return _scale_lum(c, new, lum)
+    return on_color(f)(img)
+
+
+# --- colour -------------------------------------------------------------------------
+
+def _color_only(fn):
+    """Colour tools leave grayscale images as they are."""
+    def f(c):
+        return c if c.shape[2] == 1 else fn(c)
+    return f
+
+
+def saturation(img, amount=0.0):
+    def f(c):
+        lum = luminance(c)[:, :, None]
+        return lum + (c - lum) * (1.0 + amount)
+    return on_color(_color_only(f))(img)
+
+
+def vibrance(img, amount=0.0):
+    """Saturate muted colours more than already-saturated ones."""
+    def f(c):
+        lum = luminance(c)[:, :, None]
+        sat = (c.max(axis=2, keepdims=True) - c.min(axis=2, keepdims=True))
+        weight = 1.0 - np.clip(sat, 0, 1)
+        return lum + (c - lum) * (1.0 + amount * weight)
+    return on_color(_color_only(f))(img)
+
+
+def temperature_tint(img, temperature=0.0, tint=0.0):
+    """temperature > 0 warms (more red, less blue); tint > 0 shifts to magenta."""
+    gains = np.array([1 + 0.2 * temperature, 1 - 0.2 * tint, 1 - 0.2 * temperature], np.float32)
+    gains = gains / (gains @ np.array([0.2126, 0.7152, 0.0722], np.float32))
+    return on_color(_color_only(lambda c: c * gains))(img)
+
+
+def white_balance(img, strength=1.0):
+    """Gray-world automatic white balance, blended by strength."""
+    def f(c):
+        means = c.reshape(-1, 3).mean(axis=0) + 1e-4
+        gains = means.mean() / means
+        gains = 1.0 + (gains - 1.0) * strength
+        return c * gains
+    return on_color(_color_only(f))(img)
+
+
+def grayscale(img):
+    color, alpha = split_alpha(img)
+    if color.shape[2] == 1:
+        return img
+    lum = luminance(color)[:, :, None]
+    return join_alpha(np.repeat(lum, 3, axis=2), alpha)
+
+
+def sepia(img, strength=1.0):
+    m = np.array([[0.393, 0.769, 0.189], [0.349, 0.686, 0.168], [0.272, 0.534, 0.131]], np.float32)
+
+    def f(c):
+        rgb = np.repeat(c, 3, axis=2) if c.shape[2] == 1 else c
+        return rgb * (1 - strength) + (rgb @ m.T) * strength
+    return on_color(f)(img)
+
+
+def split_toning(img, shadow_hue=220.0, highlight_hue=40.0, strength=0.3, balance=0.0):
+    import colorsys
+
+    def tint(hue):
+        return np.array(colorsys.hsv_to_rgb(hue / 360.0, 1.0, 1.0), np.float32) - 0.5
+
+    def f(c):
+        lum = luminance(c)[:, :, None]
+        w_high = np.clip(lum + balance * 0.5, 0, 1)
+        shift = (1 - w_high) * tint(shadow_hue) + w_high * tint(highlight_hue)
+        return c + shift * strength * 0.3
+    return on_color(_color_only(f))(img)
+
+
+# --- detail -------------------------------------------------------------------------
+
+def sharpen(img, amount=0.5, radius=1.5):
+    def f(c):
+        blur = _cv2().GaussianBlur(c, (0, 0), sigmaX=radius)
+        blur = blur[:, :, None] if blur.ndim == 2 else blur
+        return c + (c - blur) * amount
+    return on_color(f)(img)
+
+
+def denoise(img, strength=0.5):
+    """Edge-preserving bilateral denoise; strength 0..1."""
+    cv2 = _cv2()
+
+    def f(c):
+        if strength <= 0:
+            return c
+        out = cv2.bilateralFilter(c, d=5, sigmaColor=0.05 + 0.15 * strength, sigmaSpace=3 + 4 * strength)
+        return out[:, :, None] if out.ndim == 2 else out
+    return on_color(f)(img)
+
+
+def gaussian_blur(img, sigma=2.0):
+    out = _cv2().GaussianBlur(img, (0, 0), sigmaX=sigma)
+    return out[:, :, None] if out.ndim == 2 else out
+
+
+def vignette(img, amount=0.3, radius=0.8):
+    """Darken (amount > 0) or lighten (< 0) the corners."""
+    h, w = img.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    d = np.sqrt(((xx - (w - 1) / 2) / max(w / 2, 1)) ** 2 + ((yy - (h - 1) / 2) / max(h / 2, 1)) ** 2) / np.sqrt(2)
+    falloff = np.clip((d - radius * 0.5) / max(1e-3, 1 - radius * 0.5), 0, 1) ** 2
+    gain = (1 - amount * falloff)[:, :, None]
+    return on_color(lambda c: c * gain)(img)
+
+
+# --- geometry -----------------------------------------------------------------------
+
+def crop(img, box=(0.0, 0.0, 1.0, 1.0)):
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = box
+    l, t = int(round(x0 * w)), int(round(y0 * h))
+    r, b = max(l + 1, int(round(x1 * w))), max(t + 1, int(round(y1 * h)))
+    return img[t:b, l:r].copy()
+
+
+def crop_aspect(img, aspect="1:1", zoom=1.0):
+    """Centre crop to an aspect ratio ("W:H"), optionally zoomed in."""
+    h, w = img.shape[:2]
+    aw, ah = (float(x) for x in aspect.split(":"))
+    target = aw / ah
+    cw, ch = (w, w / target) if w / h < target else (h * target, h)
+    cw, ch = max(1, int(round(cw / zoom))), max(1, int(round(ch / zoom)))
+    l, t = (w - cw) // 2, (h - ch) // 2
+    return img[t:t + ch, l:l + cw].copy()
+
+
+def resize(img, longest_side=1024, mode="longest side"):
+    cv2 = _cv2()
+    h, w = img.shape[:2]
+    if mode == "square":
+        size = (longest_side, longest_side)
+    else:
+        scale = longest_side / max(h, w)
+        size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    interp = cv2.INTER_AREA if size[0] < w else cv2.INTER_CUBIC
+    out = cv2.resize(img, size, interpolation=interp)
+    return np.clip(out[:, :, None] if out.ndim == 2 else out, 0, 1)
+
+
+def rotate(img, angle=90.0, expand=True):
+    cv2 = _cv2()
+    k = int(round(angle / 90.0))
+    if abs(angle - 90.0 * k) < 1e-6:
+        return np.ascontiguousarray(np.rot90(img, k=k % 4))  # exact for right angles (counter-clockwise)
+    h, w = img.shape[:2]
+    m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), angle, 1.0)
+    if expand:
+        cos, sin = abs(m[0, 0]), abs(m[0, 1])
+        nw, nh = int(h * sin + w * cos), int(h * cos + w * sin)
+        m[0, 2] += nw / 2 - w / 2
+        m[1, 2] += nh / 2 - h / 2
+        w, h = nw, nh
+    out = cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return out[:, :, None] if out.ndim == 2 else out
+
+
+def flip(img, direction="horizontal"):
+    return np.ascontiguousarray(img[:, ::-1] if direction == "horizontal" else img[::-1])
+
+
+def expand_canvas(img, border=0.05, value=1.0):
+    h, w = img.shape[:2]
+    pad = max(1, int(round(border * max(h, w))))
+    out = np.full((h + 2 * pad, w + 2 * pad, img.shape[2]), value, np.float32)
+    if img.shape[2] == 4:
+        out[:, :, 3] = 1.0
+    out[pad:pad + h, pad:pad + w] = img
+    return out
+
+
+# --- region -------------------------------------------------------------------------
+
+def _region_mask(img, box):
+    h, w = img.shape[:2]
+    m = np.zeros((h, w), np.float32)
+    x0, y0, x1, y1 = box
+    m[int(round(y0 * h)):max(int(round(y0 * h)) + 1, int(round(y1 * h))),
+      int(round(x0 * w)):max(int(round(x0 * w)) + 1, int(round(x1 * w)))] = 1.0
+    return m
+
+
+def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, inside=False, mask=None):
+    """Blur or desaturate outside (default: the background) or inside a region."""
+    keep = mask if mask is not None else _region_mask(img, box)
+    if keep.shape[:2] != img.shape[:2]:
+        raise ValueError(f"mask is {keep.shape[1]}x{keep.shape[0]} but the image is {img.shape[1]}x{img.shape[0]}")
+    feather = _cv2().GaussianBlur(keep.astype(np.float32), (0, 0), sigmaX=max(1.0, max(img.shape[:2]) / 200))
+    target = feather if inside else 1.0 - feather
+    edited = gaussian_blur(img, sigma=1 + 10 * amount) if effect == "blur" else saturation(img, amount=-amount)
+    return img * (1 - target[:, :, None]) + edited * target[:, :, None]
+
+
+# --- the specs ------------------------------------------------------------------------
+
+def F(name, desc, default, lo, hi, effect=""):
+    return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect)
+
+
+BOX = Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", default=(0.25, 0.25, 0.75, 0.75))
+
+CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("exposure", "Brighten or darken the whole photo in photographic stops.",
+             "Use for under- or over-exposed photos. Multiplies linear brightness by 2^stops.",
+             (F("stops", "exposure change in stops", 0.3, -3.0, 3.0, "+1 doubles brightness."),),
+             exposure, keywords=("exposure", "underexposed", "overexposed", "too dark", "too bright")),
+    ToolSpec("brightness", "Add or remove a constant amount of brightness.",
+             "Use for a small overall lift or drop; exposure is better for large changes.",
+             (F("amount", "value added to every channel", 0.05, -0.5, 0.5),),
+             brightness, keywords=("brighter", "brighten", "lighter", "darker", "darken", "brightness")),
+    ToolSpec("contrast", "Increase or decrease global contrast around the mean brightness.",
+             "Use for flat, hazy photos (raise) or harsh ones (lower).",
+             (F("amount", "relative contrast change", 0.15, -0.9, 2.0, "+0.2 = 20% more contrast."),),
+             contrast, keywords=("contrast", "punchier", "flat", "hazy", "pop")),
+    ToolSpec("gamma", "Apply a gamma curve to brighten or darken midtones.",
+             "Brightens midtones (gamma > 1) while keeping black and white points.",
+             (F("gamma", "gamma value", 1.2, 0.2, 5.0, "Above 1 brightens midtones."),),
+             gamma, keywords=("gamma", "midtones")),
+    ToolSpec("auto_levels", "Stretch the tonal range so the darkest and brightest pixels reach black and white.",
+             "Fixes washed-out or murky photos that do not use the full range.",
+             (F("clip_percent", "percent of pixels allowed to clip at each end", 0.5, 0.0, 5.0),),
+             auto_levels, keywords=("auto levels", "levels", "washed out", "auto enhance", "auto tone")),
+    ToolSpec("highlights_shadows", "Lift shadows and recover highlights separately.",
+             "Use for backlit or high-dynamic-range scenes with dark shadows or bright skies.",
+             (F("shadows", "how much to lift dark areas", 0.3, -1.0, 1.0),
+              F("highlights", "how much to pull down bright areas", 0.0, -1.0, 1.0)),
+             highlights_shadows, keywords=("shadows", "highlights", "backlit", "lift shadows", "recover highlights")),
+    ToolSpec("tone_curve", "Bend the tone curve at shadows, midtones and highlights.",
+             "A fine-grained tone adjustment; an S-curve (shadows < 0, highlights > 0) adds contrast.",
+             (F("shadows", "shift of the quarter-tone", 0.0, -1.0, 1.0),
+              F("midtones", "shift of the midtone", 0.0, -1.0, 1.0),
+              F("highlights", "shift of the three-quarter tone", 0.0, -1.0, 1.0)),
+             tone_curve, keywords=("tone curve", "s-curve", "curves")),
+    ToolSpec("clahe", "Boost local contrast adaptively (CLAHE) to reveal detail.",
+             "Use for foggy, low-detail or unevenly lit photos. Strong settings look HDR-like.",
+             (F("clip_limit", "contrast limit per tile", 2.0, 1.0, 8.0, "Higher = stronger local contrast."),
+              Param("tile", "int", "tiles per side", default=8, minimum=2, maximum=32)),
+             clahe, keywords=("local contrast", "clarity", "detail", "dehaze", "fog")),
+    ToolSpec("saturation", "Make colours more or less saturated.",
+             "Raise for dull colours, lower for garish ones; -1 gives grayscale.",
+             (F("amount", "relative saturation change", 0.2, -1.0, 2.0),),
+             saturation, keywords=("saturation", "saturated", "colourful", "colorful", "vivid", "muted", "dull colours")),
+    ToolSpec("vibrance", "Boost muted colours more than saturated ones (protects skin tones).",
+             "A gentler saturation for people and landscapes.",
+             (F("amount", "vibrance change", 0.3, -1.0, 2.0),),
+             vibrance, keywords=("vibrance", "vibrant")),
+    ToolSpec("temperature_tint", "Warm up or cool down the colours, and shift green/magenta tint.",
+             "Use for a colour cast or for mood (warmer = cosier, cooler = calmer).",
+             (F("temperature", "warm (>0) or cool (<0)", 0.2, -1.0, 1.0),
+              F("tint", "magenta (>0) or green (<0)", 0.0, -1.0, 1.0)),
+             temperature_tint, keywords=("warmer", "warm", "cooler", "cool", "colder", "temperature", "tint")),
+    ToolSpec("white_balance", "Remove a colour cast automatically (gray-world white balance).",
+             "Use when the photo looks too yellow, blue or green overall.",
+             (F("strength", "how far to move to neutral", 0.8, 0.0, 1.0),),
+             white_balance, keywords=("white balance", "colour cast", "color cast", "neutral", "yellowish", "bluish")),
+    ToolSpec("grayscale", "Turn the photo black and white.",
+             "Luminance-preserving conversion; the image keeps three channels.",
+             (), grayscale, keywords=("black and white", "grayscale", "greyscale", "monochrome", "b&w")),
+    ToolSpec("sepia", "Give the photo an old sepia look.", "A brown monochrome vintage tone.",
+             (F("strength", "blend with the original", 1.0, 0.0, 1.0),),
+             sepia, keywords=("sepia", "vintage", "old photo", "retro")),
+    ToolSpec("split_toning", "Colour-grade shadows and highlights with two hues.",
+             "Cinematic looks, e.g. teal shadows (hue 200) and orange highlights (hue 35).",
+             (F("shadow_hue", "hue of the shadows in degrees", 200.0, 0.0, 360.0),
+              F("highlight_hue", "hue of the highlights in degrees", 35.0, 0.0, 360.0),
+              F("strength", "strength of the grade", 0.3, 0.0, 1.0),
+              F("balance", "shift toward highlights (>0) or shadows (<0)", 0.0, -1.0, 1.0)),
+             split_toning, keywords=("colour grade", "color grade", "cinematic", "split toning", "teal and orange")),
+    ToolSpec("sharpen", "Sharpen detail with an unsharp mask.",
+             "Use for slightly soft photos; too much creates halos and noise.",
+             (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0)),
+             sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft")),
+    ToolSpec("denoise", "Reduce noise and grain while keeping edges.",
+             "Use for noisy low-light photos; high strength smooths fine texture.",
+             (F("strength", "strength", 0.5, 0.0, 1.0),),
+             denoise, keywords=("denoise", "noise", "grain", "grainy", "noisy")),
+    ToolSpec("gaussian_blur", "Blur the whole photo.", "Softens everything; for a soft-focus look.",
+             (F("sigma", "blur radius in pixels", 2.0, 0.1, 50.0),),
+             gaussian_blur, keywords=("blur the image", "soften", "soft focus")),
+    ToolSpec("vignette", "Darken (or lighten) the corners to draw the eye to the centre.",
+             "A subtle vignette (0.2-0.4) focuses attention; negative values lighten corners.",
+             (F("amount", "darkening at the corners", 0.3, -1.0, 1.0), F("radius", "size of the untouched centre", 0.8, 0.0, 1.0)),
+             vignette, keywords=("vignette", "darken the corners", "darken corners")),
+    ToolSpec("crop", "Crop to a box.", "Keeps the region [x0, y0, x1, y1] given as fractions of the size.",
+             (Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", required=True),),
+             crop, keywords=("crop to", "cut out"), output="the cropped region"),
+    ToolSpec("crop_aspect", "Centre-crop to an aspect ratio such as 1:1, 4:3 or 16:9.",
+             "Use for 'crop to square' or a target format; zoom > 1 crops tighter.",
+             (Param("aspect", "enum", "target aspect W:H", default="1:1",
+                    choices=("1:1", "4:3", "3:4", "3:2", "2:3", "16:9", "9:16", "4:5", "5:4")),
+              F("zoom", "extra zoom", 1.0, 1.0, 4.0)),
+             crop_aspect, keywords=("square", "crop", "aspect", "16:9", "4:3"), output="the cropped image"),
+    ToolSpec("resize", "Resize so the longest side (or both sides) has a given length.",
+             "Use for 'resize to 512' or making a thumbnail.",
+             (Param("longest_side", "int", "target length in pixels", default=1024, minimum=1, maximum=16384),
+              Param("mode", "enum", "keep aspect or force square", default="longest side", choices=("longest side", "square"))),
+             resize, keywords=("resize", "scale", "smaller", "larger", "thumbnail", "downscale", "upscale"),
+             output="the resized image"),
+    ToolSpec("rotate", "Rotate by an angle in degrees (counter-clockwise).",
+             "Right angles are exact; other angles expand the canvas to keep all pixels when expand is true.",
+             (F("angle", "degrees, counter-clockwise", 90.0, -360.0, 360.0),
+              Param("expand", "bool", "grow the canvas to fit", default=True)),
+             rotate, keywords=("rotate", "turn", "straighten", "degrees"), output="the rotated image"),
+    ToolSpec("flip", "Mirror the photo horizontally or vertically.", "Mirror image.",
+             (Param("direction", "enum", "axis", default="horizontal", choices=("horizontal", "vertical")),),
+             flip, keywords=("flip", "mirror")),
+    ToolSpec("expand_canvas", "Add a border around the photo.", "Adds a uniform border (white by default).",
+             (F("border", "border width as a fraction of the longest side", 0.05, 0.0, 1.0),
+              F("value", "border gray level (0 black, 1 white)", 1.0, 0.0, 1.0)),
+             expand_canvas, keywords=("border", "frame", "padding", "expand canvas"), output="a larger image"),
+    ToolSpec("edit_region", "Blur or desaturate the background (outside a box) or a region.",
+             "Keeps the subject in the box sharp and blurs/desaturates the rest (inside=false), or edits only the box.",
+             (BOX, Param("effect", "enum", "what to do", default="blur", choices=("blur", "desaturate")),
+              F("amount", "strength", 0.8, 0.0, 1.0),
+              Param("inside", "bool", "edit inside the box instead of outside", default=False)),
+             edit_region, keywords=("blur the background", "background blur", "bokeh", "desaturate the background")),
+)

@@ -1,0 +1,71 @@
+"""Small image helpers shared by tools and metrics. Images are float32 HxWxC in [0, 1]
+with C = 1 (grayscale), 3 (RGB) or 4 (RGBA)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+
+def as_image(arr: np.ndarray) -> np.ndarray:
+    """Normalise any HxW / HxWxC uint8/uint16/float array to float32 HxWxC in [0, 1]."""
+    a = np.asarray(arr)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
+        raise ValueError(f"expected an HxW or HxWxC image with 1, 3 or 4 channels, got shape {a.shape}")
+    if a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"image has no pixels (shape {a.shape})")
+    if a.dtype == np.uint8:
+        return a.astype(np.float32) / 255.0
+    if a.dtype == np.uint16:
+        return a.astype(np.float32) / 65535.0
+    return np.clip(a.astype(np.float32), 0.0, 1.0)
+
+
+def to_uint8(img: np.ndarray) -> np.ndarray:
+    return (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def split_alpha(img: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    if img.shape[2] == 4:
+        return img[:, :, :3], img[:, :, 3:]
+    return img, None
+
+
+def join_alpha(color: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
+    color = np.clip(color, 0.0, 1.0).astype(np.float32)
+    return color if alpha is None else np.concatenate([color, alpha], axis=2)
+
+
+def on_color(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """Apply ``fn`` to the colour channels only; alpha passes through untouched."""
+    def apply(img: np.ndarray) -> np.ndarray:
+        color, alpha = split_alpha(img)
+        return join_alpha(fn(color), alpha)
+    return apply
+
+
+def luminance(img: np.ndarray) -> np.ndarray:
+    color, _ = split_alpha(img)
+    if color.shape[2] == 1:
+        return color[:, :, 0]
+    return color[:, :, 0] * 0.2126 + color[:, :, 1] * 0.7152 + color[:, :, 2] * 0.0722
+
+
+def to_rgb(img: np.ndarray) -> np.ndarray:
+    color, _ = split_alpha(img)
+    return np.repeat(color, 3, axis=2) if color.shape[2] == 1 else color
+
+
+def resize_longest(img: np.ndarray, longest: int) -> np.ndarray:
+    """Downscale (never upscale) so the longest side is at most ``longest`` pixels."""
+    import cv2
+
+    h, w = img.shape[:2]
+    scale = longest / max(h, w)
+    if scale >= 1.0:
+        return img
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    out = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+    return out[:, :, None] if out.ndim == 2 else out
