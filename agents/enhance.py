@@ -22,8 +22,6 @@ from .records import ToolCall
 from .reward import ClassicReward, image_statistics
 from .trace import Trace
 
-AGENT = "photoagent"
-
 
 class Interrupted(RuntimeError):
     """Raised by a ``should_stop`` callback to end a loop between steps."""
@@ -59,7 +57,8 @@ class EnhanceResult:
 def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
             settings: EnhanceSettings | None = None, perceiver: RulePerceiver | None = None,
             should_stop: Callable[[], None] | None = None,
-            on_step: Callable[[int, int, str], None] | None = None) -> EnhanceResult:
+            on_step: Callable[[int, int, str], None] | None = None,
+            agent: str = "photoagent") -> EnhanceResult:
     """Run the loop. ``should_stop`` may raise to interrupt; ``on_step(step, total, text)`` reports progress."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
@@ -72,7 +71,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
     t0 = time.perf_counter()
     current, current_score = image, reward.score(image, original)
     start_score = current_score.total
-    trace.add("reward", AGENT, "score the input", started=t0, scores=current_score.as_dict(),
+    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(),
               outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
     states, actions = [image], []
     tried: set[str] = set()  # memory: actions already tried from the current state
@@ -85,10 +84,10 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
         t = time.perf_counter()
         stats = image_statistics(current)
         proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried)
-        trace.add("perceiver", AGENT, f"proposed {len(proposals)} actions", started=t, round=step,
+        trace.add("perceiver", agent, f"proposed {len(proposals)} actions", started=t, round=step,
                   outputs={"actions": [c.as_dict() for c in proposals]})
         if not proposals:
-            trace.add("loop", AGENT, "stop: nothing left to try", round=step)
+            trace.add("loop", agent, "stop: nothing left to try", round=step)
             break
         # Try every proposal on the reduced-resolution preview.
         preview = resize_longest(current, settings.preview_side)
@@ -100,7 +99,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             out, params, notes = tools.call(call.tool, preview, call.params)
             s = reward.score(out, preview_original)
             ranked.append((s.total, call))
-            trace.add("executor", AGENT, f"preview {call.label()}", started=t, round=step,
+            trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params, "rationale": call.rationale},
                       outputs={"notes": notes}, scores={"preview_total": round(s.total, 5)})
             tried.add(call.key())
@@ -113,7 +112,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             t = time.perf_counter()
             out, params, _ = tools.call(call.tool, current, call.params)
             s = reward.score(out, original)
-            trace.add("reward", AGENT, f"full-resolution {call.label()}", started=t, round=step,
+            trace.add("reward", agent, f"full-resolution {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params}, scores=s.as_dict())
             if best is None or s.total > best[0].total:
                 best = (s, call, out)
@@ -125,15 +124,15 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             actions.append(best[1])
             tried.clear()  # a new state: everything may be worth trying again
             stale = 0
-            trace.add("loop", AGENT, f"accept {best[1].label()}", round=step,
+            trace.add("loop", agent, f"accept {best[1].label()}", round=step,
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)},
                       outputs={"action": best[1].as_dict()}, image=len(states) - 1)
         else:
             stale += 1
-            trace.add("loop", AGENT, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,
+            trace.add("loop", agent, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)})
             if stale >= settings.patience:
-                trace.add("loop", AGENT, f"stop: no improvement for {stale} step(s)", round=step)
+                trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
                 break
     trace.summary = {
         "steps": len(actions),

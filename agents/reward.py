@@ -14,6 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..tools.backends import require
 from ..tools.imageops import luminance, resize_longest, to_rgb
 
 # Ideal bands, chosen from typical well-exposed photographs (sRGB values in 0..1).
@@ -101,14 +102,14 @@ def _colour_cast(rgb: np.ndarray) -> float:
 
 
 def _sharpness(lum: np.ndarray) -> float:
-    import cv2
+    cv2 = require("cv2")
 
     return float(cv2.Laplacian(lum, cv2.CV_32F, ksize=3).std())
 
 
 def _noise_sigma(lum: np.ndarray) -> float:
     """Immerkaer (1996) fast noise variance estimate, sigma on a 0..1 scale."""
-    import cv2
+    cv2 = require("cv2")
 
     h, w = lum.shape
     if h < 3 or w < 3:
@@ -151,7 +152,7 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
     Invariant to brightness and contrast changes — those are the edits we want — while
     dropping for blur, crops, warps, heavy local contrast and invented content.
     """
-    import cv2
+    cv2 = require("cv2")
 
     la = luminance(resize_longest(a, 256)).astype(np.float32)
     lb = luminance(resize_longest(b, 256)).astype(np.float32)

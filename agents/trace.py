@@ -44,6 +44,15 @@ class Trace:
         self.steps.append(step)
         return step
 
+    @classmethod
+    def merge(cls, traces: list["Trace"], title: str) -> "Trace":
+        """One trace from several (e.g. one per image of a batch), steps renumbered in order."""
+        merged = cls(title=title, summary={"parts": [t.summary for t in traces]})
+        for t in traces:
+            for s in t.steps:
+                merged.steps.append(TraceStep(**{**asdict(s), "index": len(merged.steps)}))
+        return merged
+
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
 

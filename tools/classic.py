@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .imageops import luminance, on_color, split_alpha, join_alpha
+from .backends import require
+from .imageops import join_alpha, luminance, on_color, split_alpha
 from .spec import Param, ToolSpec
 
 
 def _cv2():
-    import cv2  # lazy: opencv is a listed requirement, but the pack must load without it
-    return cv2
+    return require("cv2")  # lazy: the pack must load without opencv; tools then say what to install
 
 
 def _scale_lum(color: np.ndarray, new_lum: np.ndarray, old_lum: np.ndarray) -> np.ndarray:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .backends import require
+
 import numpy as np
 
 
@@ -60,7 +62,7 @@ def to_rgb(img: np.ndarray) -> np.ndarray:
 
 def resize_longest(img: np.ndarray, longest: int) -> np.ndarray:
     """Downscale (never upscale) so the longest side is at most ``longest`` pixels."""
-    import cv2
+    cv2 = require("cv2")
 
     h, w = img.shape[:2]
     scale = longest / max(h, w)

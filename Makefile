@@ -1,0 +1,23 @@
+# Edit Agents: `make demo` and `make test` do all the set-up themselves (see README).
+PYTHON_BOOT ?= python3
+VENV ?= $(if $(EDIT_AGENTS_VENV),$(EDIT_AGENTS_VENV),.venv)
+PY := $(VENV)/bin/python
+
+.PHONY: setup demo test test-fast bench clean
+
+setup:
+	@$(PYTHON_BOOT) scripts/setup.py
+
+demo: setup
+	@$(PY) scripts/demo.py
+
+# The whole suite: unit, real-server integration, CLI and browser tests.
+test: setup
+	@$(PY) -m pytest --cov=edit_agents --cov-report=term:skip-covered $(PYTEST_ARGS)
+
+# Unit tests only (no ComfyUI server, no browser).
+test-fast: setup
+	@$(PY) -m pytest -m "not server and not browser" $(PYTEST_ARGS)
+
+clean:
+	rm -rf output .pytest_cache .coverage htmlcov test-artifacts

@@ -1,0 +1,199 @@
+"""`edit-agents`: run the pack's workflows through ComfyUI's API from a terminal.
+
+  edit-agents run WORKFLOW --image PATH --out DIR [--instruction TEXT] [--set NODE.INPUT=VALUE ...] [--server URL]
+  edit-agents batch WORKFLOW --images DIR --out DIR [same options]
+
+Without --server a local ComfyUI (the one `make setup` prepared, or COMFYUI_DIR) is
+started on a free loopback port and stopped afterwards.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from .client import ComfyClient, ExecutionFailed, PromptRejected
+from .server import LocalServer, ServerError
+from .workflow import WorkflowError, apply_settings, load_workflow, set_image, set_instruction, to_api
+
+TRACE_UI_KEY = "edit_agents_trace"  # what the Trace View node publishes (nodes/trace_view.py)
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"}
+
+
+@dataclass
+class Outcome:
+    source: Path
+    ok: bool
+    files: list[Path] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+
+class Progress:
+    """A one-line progress bar on stderr from the websocket's progress events."""
+
+    def __init__(self, label: str, enabled: bool = True):
+        self.label, self.enabled, self.last = label, enabled and sys.stderr.isatty(), ""
+
+    def __call__(self, event: dict) -> None:
+        if not self.enabled:
+            return
+        data = event.get("data", {})
+        if event["type"] == "progress" and data.get("max"):
+            frac = data["value"] / data["max"]
+            bar = "#" * int(frac * 30)
+            self.last = f"\r{self.label} [{bar:<30}] {frac:4.0%} node {data.get('node')}"
+            sys.stderr.write(self.last)
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.last:
+            sys.stderr.write("\n")
+
+
+def check_image(path: Path) -> None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except (OSError, UnidentifiedImageError) as err:
+        raise ValueError(f"{path} is not an image that can be read ({err})") from None
+
+
+async def run_one(client: ComfyClient, template: dict, image: Path | None, out_dir: Path, args,
+                  progress_label: str = "") -> Outcome:
+    start = time.monotonic()
+    stem = image.stem if image else "result"
+    outcome = Outcome(image or Path(args.workflow), ok=False)
+    prompt = json.loads(json.dumps(template))
+    try:
+        if image is not None:
+            check_image(image)
+            set_image(prompt, await client.upload_image(image, name=f"{stem}{image.suffix.lower()}"))
+        if args.instruction is not None:
+            set_instruction(prompt, args.instruction)
+        apply_settings(prompt, args.set or [])
+        progress = Progress(progress_label or stem, enabled=not args.quiet)
+        try:
+            result = await client.run(prompt, on_event=progress)
+        finally:
+            progress.done()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for node_id, out in result.outputs.items():
+            for i, info in enumerate(out.get("images", [])):
+                if info.get("type") != "output":
+                    continue  # previews live in temp; saved images are the results
+                suffix = Path(info["filename"]).suffix or ".png"
+                dest = out_dir / f"{stem}_{node_id}_{i}{suffix}"
+                outcome.files.append(await client.download(info, dest))
+            for trace in out.get(TRACE_UI_KEY, []):
+                dest = out_dir / ("trace.json" if args.command == "run" else f"{stem}.trace.json")
+                dest.write_text(json.dumps(trace, indent=1))
+                outcome.files.append(dest)
+                outcome.summary = trace.get("summary", {})
+        outcome.ok = True
+    except PromptRejected as err:
+        outcome.error = err.readable()
+    except ExecutionFailed as err:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tb = out_dir / f"error-{stem}.txt"
+        tb.write_text(f"{err}\n\n{err.traceback}")
+        outcome.error = f"{err}\n  traceback saved to {tb}"
+    except (ValueError, WorkflowError, RuntimeError, aiohttp.ClientError, asyncio.TimeoutError) as err:
+        outcome.error = str(err) or type(err).__name__
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def describe(o: Outcome) -> str:
+    s = o.summary
+    if "score_before" in s:
+        return f"{s.get('steps', 0)} step(s), score {s['score_before']:.3f} -> {s['score_after']:.3f}"
+    return f"{len(o.files)} file(s)"
+
+
+async def main_async(args) -> int:
+    data = load_workflow(Path(args.workflow))
+    async with contextlib.AsyncExitStack() as stack:
+        url = args.server
+        if not url:
+            server = LocalServer()
+            print(f"starting ComfyUI from {server.comfyui_dir} on {server.url} ...", file=sys.stderr)
+            await asyncio.to_thread(server.start)
+            stack.callback(server.stop)
+            url = server.url
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        client = ComfyClient(url, session, timeout=args.timeout)
+        template = await to_api(data, client)
+        out_dir = Path(args.out)
+        if args.command == "run":
+            o = await run_one(client, template, Path(args.image) if args.image else None, out_dir, args)
+            if not o.ok:
+                print(f"error: {o.error}", file=sys.stderr)
+                return 1
+            for f in o.files:
+                print(f)
+            print(f"done in {o.seconds:.1f} s: {describe(o)}")
+            return 0
+        images = sorted(p for p in Path(args.images).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not images:
+            print(f"error: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in {args.images}", file=sys.stderr)
+            return 2
+        outcomes = []
+        for i, image in enumerate(images):
+            o = await run_one(client, template, image, out_dir, args, progress_label=f"[{i + 1}/{len(images)}] {image.stem}")
+            outcomes.append(o)
+            print(f"[{i + 1}/{len(images)}] {image.name}: " + ("ok, " + describe(o) if o.ok else "FAILED: " + o.error.splitlines()[0]),
+                  file=sys.stderr)
+        width = max(len(o.source.name) for o in outcomes)
+        print(f"{'image':<{width}}  status  seconds  result")
+        for o in outcomes:
+            print(f"{o.source.name:<{width}}  {'ok' if o.ok else 'FAILED':<6}  {o.seconds:7.1f}  "
+                  + (describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
+        failed = sum(not o.ok for o in outcomes)
+        print(f"{len(outcomes) - failed} ok, {failed} failed")
+        return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="edit-agents", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (("run", "run a workflow on one photo"), ("batch", "run a workflow on every photo in a folder")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("workflow", help="a workflow JSON file, UI format (as saved from the canvas) or API format")
+        if name == "run":
+            p.add_argument("--image", help="a photo to upload and set on the workflow's image loader")
+        else:
+            p.add_argument("--images", required=True, help="a folder of photos")
+        p.add_argument("--out", required=True, help="folder for the outputs and trace.json")
+        p.add_argument("--instruction", help="text for the workflow's instruction input")
+        p.add_argument("--set", action="append", metavar="NODE.INPUT=VALUE",
+                       help="set an input by node title or id, e.g. --set 'PhotoAgent (enhance).max_steps=3' (repeatable)")
+        p.add_argument("--server", help="URL of a running ComfyUI (default: start a local one)")
+        p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for a websocket message")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(main_async(args))
+    except (WorkflowError, ServerError, PromptRejected) as err:
+        print(f"error: {err.readable() if isinstance(err, PromptRejected) else err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Start and stop a local ComfyUI server (the one `make setup` prepared, or COMFYUI_DIR)."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+PACK_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ServerError(RuntimeError):
+    pass
+
+
+def find_comfyui() -> Path:
+    """COMFYUI_DIR, else the copy `make setup` recorded in .setup/env."""
+    given = os.environ.get("COMFYUI_DIR")
+    candidates = [Path(given).expanduser()] if given else []
+    env_file = PACK_ROOT / ".setup" / "env"
+    if env_file.exists():
+        for line in env_file.read_text().splitlines():
+            if line.startswith("COMFYUI_DIR="):
+                candidates.append(Path(line.split("=", 1)[1]))
+    candidates.append(PACK_ROOT / ".setup" / "ComfyUI")
+    for c in candidates:
+        if (c / "main.py").exists():
+            return c.resolve()
+    raise ServerError("no ComfyUI found: run `make setup`, set COMFYUI_DIR to your ComfyUI folder, "
+                      "or pass --server URL of a running ComfyUI")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalServer:
+    """A ComfyUI process on a free loopback port with its own input/output/temp/user folders."""
+
+    def __init__(self, comfyui_dir: Path | None = None, base_dir: Path | None = None, port: int | None = None,
+                 extra_args: tuple[str, ...] = (), python: str | None = None, log_path: Path | None = None):
+        self.comfyui_dir = Path(comfyui_dir) if comfyui_dir else find_comfyui()
+        self._tmp = None if base_dir else tempfile.TemporaryDirectory(prefix="edit-agents-comfy-")
+        self.base_dir = Path(base_dir) if base_dir else Path(self._tmp.name)
+        self.port = port or free_port()
+        self.extra_args = extra_args
+        self.python = python or sys.executable
+        self.log_path = log_path or self.base_dir / "server.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def dirs(self) -> dict[str, Path]:
+        return {name: self.base_dir / name for name in ("input", "output", "temp", "user")}
+
+    def start(self, timeout: float = 120.0) -> "LocalServer":
+        for d in self.dirs().values():
+            d.mkdir(parents=True, exist_ok=True)
+        cmd = [self.python, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(self.port),
+               "--disable-auto-launch", "--dont-print-server",
+               "--input-directory", str(self.dirs()["input"]), "--output-directory", str(self.dirs()["output"]),
+               "--temp-directory", str(self.dirs()["temp"]), "--user-directory", str(self.dirs()["user"]),
+               *self.extra_args]
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, cwd=self.comfyui_dir, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerError(f"ComfyUI exited with code {self.proc.returncode} while starting; "
+                                  f"see {self.log_path}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/system_stats", timeout=2):
+                    return self
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.3)
+        self.stop()
+        raise ServerError(f"ComfyUI did not answer on {self.url} within {timeout:.0f} s; see {self.log_path}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)  # wait for exit so the port is free again
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        if getattr(self, "_log", None):
+            self._log.close()
+        if self._tmp:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> "LocalServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

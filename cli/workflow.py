@@ -1,0 +1,172 @@
+"""Workflows: UI format (what the canvas saves) -> API format (what /prompt takes).
+
+The conversion reads the live server's /object_info, so widget values land on the right
+inputs for whatever version of every node the server has. UI-only nodes are handled:
+Note/MarkdownNote are dropped, Reroute is followed, a Primitive node's value is inlined,
+muted nodes (mode 2) are dropped and bypassed nodes (mode 4) pass their input through.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+NOTE_TYPES = {"Note", "MarkdownNote"}
+MUTED, BYPASSED = 2, 4
+IMAGE_TITLE = "Input Image"  # the shipped workflows mark their image loader with this title
+INSTRUCTION_INPUT = "instruction"
+
+
+class WorkflowError(ValueError):
+    pass
+
+
+def load_workflow(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise WorkflowError(f"cannot read workflow {path}: {err}") from None
+    if not isinstance(data, dict):
+        raise WorkflowError(f"{path} is not a ComfyUI workflow (expected a JSON object)")
+    return data
+
+
+def is_ui_format(data: dict) -> bool:
+    return isinstance(data.get("nodes"), list) and "links" in data
+
+
+def _is_widget(spec: list) -> bool:
+    kind = spec[0]
+    opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
+    if opts.get("forceInput"):
+        return False
+    return isinstance(kind, list) or kind in WIDGET_TYPES
+
+
+def ui_to_api(ui: dict, object_info: dict) -> dict:
+    nodes = {n["id"]: n for n in ui["nodes"]}
+    links = {l[0]: l for l in ui.get("links", []) if l}
+
+    def source(link_id: int, depth: int = 0) -> tuple[str, Any] | None:
+        if depth > 100:
+            raise WorkflowError("link cycle through Reroute/bypassed nodes")
+        link = links.get(link_id)
+        if link is None:
+            return None
+        origin = nodes.get(link[1])
+        if origin is None:
+            return None
+        if origin["type"] == "Reroute":
+            ins = origin.get("inputs") or []
+            return source(ins[0]["link"], depth + 1) if ins and ins[0].get("link") is not None else None
+        if origin["type"] == "PrimitiveNode":
+            return ("value", (origin.get("widgets_values") or [None])[0])
+        if origin.get("mode") == MUTED:
+            return None
+        if origin.get("mode") == BYPASSED:
+            for inp in origin.get("inputs") or []:
+                if inp.get("type") == link[5] and inp.get("link") is not None:
+                    return source(inp["link"], depth + 1)
+            return None
+        return ("link", [str(origin["id"]), link[2]])
+
+    prompt: dict[str, dict] = {}
+    for node in ui["nodes"]:
+        kind = node["type"]
+        if kind in NOTE_TYPES or kind in ("Reroute", "PrimitiveNode") or node.get("mode") in (MUTED, BYPASSED):
+            continue
+        info = object_info.get(kind)
+        if info is None:
+            raise WorkflowError(f"node #{node['id']} is of type '{kind}', which this ComfyUI does not have "
+                                "(a missing custom node pack?)")
+        order = info.get("input_order") or {k: list(v) for k, v in info.get("input", {}).items()}
+        specs = {**info["input"].get("required", {}), **info["input"].get("optional", {})}
+        inputs: dict[str, Any] = {}
+        values = node.get("widgets_values")
+        if isinstance(values, dict):
+            inputs.update({k: v for k, v in values.items() if k in specs})
+        elif values:
+            it = iter(values)
+            for name in order.get("required", []) + order.get("optional", []):
+                spec = specs[name]
+                if not _is_widget(spec):
+                    continue
+                try:
+                    inputs[name] = next(it)
+                    opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
+                    if opts.get("control_after_generate") or opts.get("image_upload"):
+                        next(it)  # the frontend stores an extra widget value after these
+                except StopIteration:
+                    break
+        for inp in node.get("inputs") or []:
+            if inp.get("link") is None:
+                continue
+            src = source(inp["link"])
+            if src is not None:
+                inputs[inp["name"]] = src[1]
+        prompt[str(node["id"])] = {"class_type": kind, "inputs": inputs,
+                                   "_meta": {"title": node.get("title") or info.get("display_name") or kind}}
+    return prompt
+
+
+async def to_api(data: dict, client) -> dict:
+    """Accept either format; UI format is converted with the server's /object_info."""
+    if is_ui_format(data):
+        return ui_to_api(data, await client.object_info())
+    if data and all(isinstance(v, dict) and "class_type" in v for v in data.values()):
+        return json.loads(json.dumps(data))
+    raise WorkflowError("not a ComfyUI workflow: expected UI format ('nodes' and 'links') or API format "
+                        "({id: {class_type, inputs}})")
+
+
+def find_node(prompt: dict, ref: str) -> str:
+    """A node id, or a node title (unique), or a class type (unique)."""
+    if ref in prompt:
+        return ref
+    for key in ("title", "class_type"):
+        hits = [nid for nid, n in prompt.items()
+                if (n.get("_meta", {}).get("title") if key == "title" else n["class_type"]) == ref]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise WorkflowError(f"{len(hits)} nodes match '{ref}' (ids {', '.join(hits)}); use a node id")
+    titles = ", ".join(f"#{nid} '{n.get('_meta', {}).get('title', n['class_type'])}'" for nid, n in prompt.items())
+    raise WorkflowError(f"no node with id or title '{ref}'. Nodes: {titles}")
+
+
+def parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def apply_settings(prompt: dict, settings: list[str]) -> None:
+    for item in settings:
+        target, sep, value = item.partition("=")
+        ref, dot, name = target.rpartition(".")
+        if not sep or not dot or not ref or not name:
+            raise WorkflowError(f"--set expects NODE_TITLE_OR_ID.INPUT=VALUE, got '{item}'")
+        prompt[find_node(prompt, ref)]["inputs"][name] = parse_value(value)
+
+
+def set_image(prompt: dict, image_name: str) -> str:
+    loaders = [nid for nid, n in prompt.items() if n["class_type"] == "LoadImage"]
+    marked = [nid for nid in loaders if prompt[nid].get("_meta", {}).get("title") == IMAGE_TITLE]
+    chosen = marked or loaders
+    if len(chosen) != 1:
+        raise WorkflowError(f"the workflow has {len(loaders)} Load Image nodes; title one of them "
+                            f"'{IMAGE_TITLE}' or use --set to set images by node id")
+    prompt[chosen[0]]["inputs"]["image"] = image_name
+    return chosen[0]
+
+
+def set_instruction(prompt: dict, text: str) -> list[str]:
+    hits = [nid for nid, n in prompt.items() if INSTRUCTION_INPUT in n["inputs"]
+            and not isinstance(n["inputs"][INSTRUCTION_INPUT], list)]
+    if not hits:
+        raise WorkflowError("this workflow has no instruction input (it runs autonomously); drop --instruction")
+    for nid in hits:
+        prompt[nid]["inputs"][INSTRUCTION_INPUT] = text
+    return hits
