@@ -15,7 +15,7 @@ from typing import Mapping
 import numpy as np
 
 from ..tools.backends import require
-from ..tools.imageops import luminance, resize_longest, to_rgb
+from ..tools.imageops import luminance, neutral_pixels, resize_longest, to_rgb
 
 # Ideal bands, chosen from typical well-exposed photographs (sRGB values in 0..1).
 IDEAL_MEAN_LUMA = 0.47
@@ -88,16 +88,8 @@ def _colourfulness(rgb: np.ndarray) -> float:
 
 
 def _colour_cast(rgb: np.ndarray) -> float:
-    """How far the near-neutral mid-tones are from gray (0 = neutral).
-
-    Only weakly saturated pixels count: a red cup is not a cast, a yellow tint on the
-    whites and grays is.
-    """
-    lum = rgb.mean(axis=2)
-    chroma = (rgb.max(axis=2) - rgb.min(axis=2)) / (rgb.max(axis=2) + 1e-4)
-    neutral = (lum > 0.15) & (lum < 0.9) & (chroma < 0.35)
-    pixels = rgb[neutral] if neutral.sum() > 100 else rgb.reshape(-1, 3)
-    means = pixels.mean(axis=0) + 1e-4
+    """How far the near-neutral mid-tones are from gray (0 = neutral)."""
+    means = neutral_pixels(rgb).mean(axis=0) + 1e-4
     return float(np.abs(means / means.mean() - 1.0).max())
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import require
-from .imageops import join_alpha, luminance, on_color, split_alpha
+from .imageops import join_alpha, luminance, neutral_pixels, on_color, split_alpha
 from .spec import Param, ToolSpec
 
 
@@ -120,9 +120,9 @@ def temperature_tint(img, temperature=0.0, tint=0.0):
 
 
 def white_balance(img, strength=1.0):
-    """Gray-world automatic white balance, blended by strength."""
+    """Automatic white balance from the near-neutral pixels (gray-pixel assumption), blended by strength."""
     def f(c):
-        means = c.reshape(-1, 3).mean(axis=0) + 1e-4
+        means = neutral_pixels(c).mean(axis=0) + 1e-4
         gains = means.mean() / means
         gains = 1.0 + (gains - 1.0) * strength
         return c * gains
@@ -280,8 +280,9 @@ def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, in
         raise ValueError(f"mask is {keep.shape[1]}x{keep.shape[0]} but the image is {img.shape[1]}x{img.shape[0]}")
     feather = _cv2().GaussianBlur(keep.astype(np.float32), (0, 0), sigmaX=max(1.0, max(img.shape[:2]) / 200))
     target = feather if inside else 1.0 - feather
-    edited = gaussian_blur(img, sigma=1 + 10 * amount) if effect == "blur" else saturation(img, amount=-amount)
-    return img * (1 - target[:, :, None]) + edited * target[:, :, None]
+    color, alpha = split_alpha(img)
+    edited = gaussian_blur(color, sigma=1 + 10 * amount) if effect == "blur" else saturation(color, amount=-amount)
+    return join_alpha(color * (1 - target[:, :, None]) + edited * target[:, :, None], alpha)
 
 
 # --- the specs ------------------------------------------------------------------------
@@ -342,7 +343,7 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              (F("temperature", "warm (>0) or cool (<0)", 0.2, -1.0, 1.0),
               F("tint", "magenta (>0) or green (<0)", 0.0, -1.0, 1.0)),
              temperature_tint, keywords=("warmer", "warm", "cooler", "cool", "colder", "temperature", "tint")),
-    ToolSpec("white_balance", "Remove a colour cast automatically (gray-world white balance).",
+    ToolSpec("white_balance", "Remove a colour cast automatically (neutralise the grays and whites).",
              "Use when the photo looks too yellow, blue or green overall.",
              (F("strength", "how far to move to neutral", 0.8, 0.0, 1.0),),
              white_balance, keywords=("white balance", "colour cast", "color cast", "neutral", "yellowish", "bluish")),

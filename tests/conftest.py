@@ -1,0 +1,83 @@
+"""Shared fixtures: real photos, a real ComfyUI server (one per session) and a client for it."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+import pytest
+from skimage import data
+
+from edit_agents.cli.client import ComfyClient
+from edit_agents.cli.server import LocalServer
+from edit_agents.tools.imageops import as_image
+
+PACK_ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = PACK_ROOT / "workflows"
+ARTIFACTS = PACK_ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def photos() -> dict[str, np.ndarray]:
+    """Real photos bundled with scikit-image, as float images in [0, 1]."""
+    return {name: as_image(getattr(data, name)()) for name in ("astronaut", "chelsea", "coffee", "rocket", "camera")}
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def comfy_server(tmp_path_factory):
+    """A real ComfyUI on a free loopback port, with temp input/output/user folders, CPU only."""
+    base = tmp_path_factory.mktemp("comfy")
+    server = LocalServer(base_dir=base)
+    server.start()
+    yield server
+    server.stop()
+
+
+class SyncClient:
+    """Blocking wrapper so tests read top to bottom; each call opens its own HTTP session."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def call(self, method: str, *args, **kwargs):
+        async def go():
+            async with aiohttp.ClientSession() as session:
+                client = ComfyClient(self.url, session, timeout=300)
+                return await getattr(client, method)(*args, **kwargs)
+        return asyncio.run(go())
+
+    def get(self, path: str):
+        return self.call("get_json", path)
+
+
+@pytest.fixture(scope="session")
+def comfy(comfy_server) -> SyncClient:
+    return SyncClient(comfy_server.url)
+
+
+@pytest.fixture(scope="session")
+def object_info(comfy) -> dict:
+    return comfy.get("/object_info")
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests that take the comfy_server fixture are integration tests.
+    for item in items:
+        if "comfy_server" in getattr(item, "fixturenames", ()) or "comfy" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.server)
+
+
+os.environ.setdefault("PYTHONUNBUFFERED", "1")

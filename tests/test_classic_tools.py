@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+
+from edit_agents.agents.reward import structure_similarity
+from edit_agents.tools import default_registry
+from edit_agents.tools.imageops import luminance
+
+REGISTRY = default_registry()
+REQUIRED = {"crop": {"box": [0.1, 0.2, 0.6, 0.9]}}
+GEOMETRY = {"crop", "crop_aspect", "resize", "rotate", "expand_canvas"}
+
+
+def variants(img):
+    gray = luminance(img)[:, :, None]
+    rgba = np.concatenate([img, np.linspace(0, 1, img.shape[1], dtype=np.float32)[None, :, None].repeat(img.shape[0], 0)], 2)
+    return {"rgb": img, "gray": gray, "rgba": rgba}
+
+
+@pytest.mark.parametrize("tool", REGISTRY.names())
+def test_every_tool_on_rgb_gray_rgba_and_one_pixel(tool, photos):
+    base = photos["coffee"][::4, ::4]
+    for kind, img in {**variants(base), "1px": base[:1, :1]}.items():
+        out, _, _ = REGISTRY.call(tool, img, REQUIRED.get(tool, {}))
+        assert out.ndim == 3 and out.dtype == np.float32, (tool, kind)
+        assert np.isfinite(out).all() and out.min() >= 0 and out.max() <= 1, (tool, kind)
+        expected_channels = 3 if (tool == "sepia" and img.shape[2] == 1) else img.shape[2]
+        assert out.shape[2] == expected_channels, (tool, kind, out.shape)
+        if tool not in GEOMETRY:
+            assert out.shape[:2] == img.shape[:2], (tool, kind)
+        if kind == "rgba" and tool not in GEOMETRY | {"flip", "gaussian_blur"}:
+            assert np.array_equal(out[:, :, 3], img[:, :, 3]), f"{tool} changed the alpha channel"
+
+
+def mean_luma(img):
+    return float(luminance(img).mean())
+
+
+def test_tone_tools_move_brightness_and_contrast(photos):
+    img = photos["chelsea"]
+    assert mean_luma(REGISTRY.call("exposure", img, {"stops": 0.5})[0]) > mean_luma(img) + 0.05
+    assert mean_luma(REGISTRY.call("brightness", img, {"amount": -0.1})[0]) < mean_luma(img) - 0.05
+    assert mean_luma(REGISTRY.call("gamma", img, {"gamma": 1.5})[0]) > mean_luma(img) + 0.05
+    assert luminance(REGISTRY.call("contrast", img, {"amount": 0.5})[0]).std() > luminance(img).std() * 1.3
+    levels = REGISTRY.call("auto_levels", img * 0.5 + 0.25, {})[0]
+    assert luminance(levels).std() > luminance(img * 0.5 + 0.25).std() * 1.5
+    lifted = REGISTRY.call("highlights_shadows", photos["rocket"], {"shadows": 0.8})[0]
+    dark = luminance(photos["rocket"]) < 0.2
+    assert luminance(lifted)[dark].mean() > luminance(photos["rocket"])[dark].mean() + 0.03
+
+
+def test_colour_tools(photos):
+    img = photos["coffee"]
+    sat = lambda x: float((x.max(axis=2) - x.min(axis=2)).mean())  # noqa: E731
+    assert sat(REGISTRY.call("saturation", img, {"amount": 0.5})[0]) > sat(img) * 1.2
+    assert sat(REGISTRY.call("vibrance", img, {"amount": 0.5})[0]) > sat(img) * 1.05
+    gray = REGISTRY.call("grayscale", img, {})[0]
+    assert np.allclose(gray[:, :, 0], gray[:, :, 1]) and np.allclose(gray[:, :, 1], gray[:, :, 2])
+    warm = REGISTRY.call("temperature_tint", img, {"temperature": 0.5})[0]
+    assert (warm[:, :, 0] - warm[:, :, 2]).mean() > (img[:, :, 0] - img[:, :, 2]).mean() + 0.05
+    cast = np.clip(img * np.array([1.0, 0.9, 0.6], np.float32), 0, 1)
+    balanced = REGISTRY.call("white_balance", cast, {"strength": 1.0})[0]
+    spread = lambda x: float(np.ptp(x.reshape(-1, 3).mean(axis=0)))  # noqa: E731
+    assert spread(balanced) < spread(cast) * 0.2
+
+
+def test_detail_tools(photos):
+    img = photos["camera"]
+    lap = lambda x: float(np.abs(np.diff(luminance(x), axis=1)).mean())  # noqa: E731
+    assert lap(REGISTRY.call("sharpen", img, {"amount": 1.0})[0]) > lap(img) * 1.2
+    assert lap(REGISTRY.call("gaussian_blur", img, {"sigma": 3})[0]) < lap(img) * 0.6
+    rng = np.random.default_rng(0)
+    noisy = np.clip(img + rng.normal(0, 0.08, img.shape).astype(np.float32), 0, 1)
+    assert lap(REGISTRY.call("denoise", noisy, {"strength": 1.0})[0]) < lap(noisy) * 0.7
+    vig = REGISTRY.call("vignette", img, {"amount": 0.6})[0]
+    assert vig[:20, :20].mean() < img[:20, :20].mean() * 0.7
+    h, w = img.shape[:2]
+    assert np.allclose(vig[h // 2 - 5:h // 2 + 5, w // 2 - 5:w // 2 + 5], img[h // 2 - 5:h // 2 + 5, w // 2 - 5:w // 2 + 5])
+
+
+def test_geometry_tools_are_exact(photos):
+    img = photos["coffee"]  # 400 x 600
+    assert REGISTRY.call("crop_aspect", img, {"aspect": "1:1"})[0].shape[:2] == (400, 400)
+    assert REGISTRY.call("crop_aspect", img, {"aspect": "16:9"})[0].shape[:2] == (338, 600)
+    assert REGISTRY.call("crop", img, {"box": [0, 0, 0.5, 0.5]})[0].shape[:2] == (200, 300)
+    assert REGISTRY.call("resize", img, {"longest_side": 300})[0].shape[:2] == (200, 300)
+    assert REGISTRY.call("resize", img, {"longest_side": 64, "mode": "square"})[0].shape[:2] == (64, 64)
+    rotated = REGISTRY.call("rotate", img, {"angle": 90})[0]
+    assert rotated.shape[:2] == (600, 400) and np.array_equal(rotated, np.rot90(img))
+    assert REGISTRY.call("rotate", img, {"angle": 30})[0].shape[0] > 400
+    assert np.array_equal(REGISTRY.call("flip", img, {})[0], img[:, ::-1])
+    assert REGISTRY.call("expand_canvas", img, {"border": 0.1})[0].shape[:2] == (520, 720)
+
+
+def test_edit_region_changes_only_outside_the_box(photos):
+    img = photos["astronaut"]
+    out = REGISTRY.call("edit_region", img, {"box": [0.25, 0.25, 0.75, 0.75], "effect": "blur"})[0]
+    inner = (slice(180, 330), slice(180, 330))
+    assert np.abs(out[inner] - img[inner]).max() < 0.02
+    assert np.abs(out[:60, :60] - img[:60, :60]).mean() > 0.01
+    assert structure_similarity(img, out) < 0.95
+
+
+def test_large_image(photos):
+    big = np.tile(photos["coffee"], (8, 8, 1))  # 3200 x 4800, 15 megapixels
+    out, _, _ = REGISTRY.call("contrast", big, {"amount": 0.2})
+    assert out.shape == big.shape

@@ -1,0 +1,73 @@
+import pytest
+
+from edit_agents.cli.workflow import WorkflowError, apply_settings, find_node, set_image, set_instruction, ui_to_api
+
+# A slice of /object_info in the shape ComfyUI serves it (the live one is tested in test_server.py).
+OBJECT_INFO = {
+    "LoadImage": {"input": {"required": {"image": [["a.png"], {"image_upload": True}]}},
+                  "input_order": {"required": ["image"]}, "display_name": "Load Image"},
+    "KSamplerish": {"input": {"required": {"seed": ["INT", {"control_after_generate": True}], "steps": ["INT", {}],
+                                           "image": ["IMAGE"]},
+                              "optional": {"note": ["STRING", {"forceInput": True}]}},
+                    "input_order": {"required": ["seed", "steps", "image"], "optional": ["note"]}},
+    "SaveImage": {"input": {"required": {"images": ["IMAGE"], "filename_prefix": ["STRING", {}]}},
+                  "input_order": {"required": ["images", "filename_prefix"]}},
+}
+
+
+def node(id, type, widgets=None, inputs=(), mode=0, title=None):
+    n = {"id": id, "type": type, "mode": mode, "inputs": [dict(i) for i in inputs], "outputs": []}
+    if widgets is not None:
+        n["widgets_values"] = widgets
+    if title:
+        n["title"] = title
+    return n
+
+
+def graph(mode_of_sampler=0):
+    return {"nodes": [
+        node(1, "LoadImage", ["x.png", "image"], title="Input Image"),
+        node(9, "Reroute", inputs=[{"name": "", "type": "*", "link": 1}]),
+        node(2, "KSamplerish", [42, "randomize", 20], inputs=[{"name": "image", "type": "IMAGE", "link": 2},
+                                                              {"name": "steps", "type": "INT", "link": 5, "widget": {"name": "steps"}}],
+             mode=mode_of_sampler),
+        node(4, "PrimitiveNode", [7]),
+        node(3, "SaveImage", ["out"], inputs=[{"name": "images", "type": "IMAGE", "link": 3}]),
+        node(5, "Note", ["hello"]),
+    ], "links": [[1, 1, 0, 9, 0, "IMAGE"], [2, 9, 0, 2, 0, "IMAGE"], [3, 2, 0, 3, 0, "IMAGE"], [5, 4, 0, 2, 1, "INT"]]}
+
+
+def test_widgets_links_reroute_primitive_and_notes():
+    api = ui_to_api(graph(), OBJECT_INFO)
+    assert set(api) == {"1", "2", "3"}
+    assert api["1"]["inputs"] == {"image": "x.png"} and api["1"]["_meta"]["title"] == "Input Image"
+    assert api["2"]["inputs"] == {"seed": 42, "steps": 7, "image": ["1", 0]}  # control value skipped, primitive inlined
+    assert api["3"]["inputs"] == {"filename_prefix": "out", "images": ["2", 0]}
+
+
+def test_bypassed_node_passes_its_input_through_and_muted_is_dropped():
+    api = ui_to_api(graph(mode_of_sampler=4), OBJECT_INFO)
+    assert "2" not in api and api["3"]["inputs"]["images"] == ["1", 0]
+    api = ui_to_api(graph(mode_of_sampler=2), OBJECT_INFO)
+    assert "2" not in api and "images" not in api["3"]["inputs"]
+
+
+def test_unknown_node_type_is_named():
+    g = graph()
+    g["nodes"].append(node(8, "MysteryNode", []))
+    with pytest.raises(WorkflowError, match="'MysteryNode'.*missing custom node"):
+        ui_to_api(g, OBJECT_INFO)
+
+
+def test_set_image_instruction_and_settings():
+    api = ui_to_api(graph(), OBJECT_INFO)
+    assert set_image(api, "up.png") == "1" and api["1"]["inputs"]["image"] == "up.png"
+    apply_settings(api, ["2.steps=12", "Input Image.image=b.png", "SaveImage.filename_prefix=run one"])
+    assert api["2"]["inputs"]["steps"] == 12 and api["1"]["inputs"]["image"] == "b.png"
+    assert api["3"]["inputs"]["filename_prefix"] == "run one"
+    with pytest.raises(WorkflowError, match="no instruction input"):
+        set_instruction(api, "make it warmer")
+    with pytest.raises(WorkflowError, match="NODE_TITLE_OR_ID.INPUT=VALUE"):
+        apply_settings(api, ["steps12"])
+    with pytest.raises(WorkflowError, match="no node with id or title 'Nope'"):
+        find_node(api, "Nope")
