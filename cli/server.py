@@ -46,7 +46,8 @@ class LocalServer:
     """A ComfyUI process on a free loopback port with its own input/output/temp/user folders."""
 
     def __init__(self, comfyui_dir: Path | None = None, base_dir: Path | None = None, port: int | None = None,
-                 extra_args: tuple[str, ...] = (), python: str | None = None, log_path: Path | None = None):
+                 extra_args: tuple[str, ...] = (), python: str | None = None, log_path: Path | None = None,
+                 env: dict[str, str] | None = None):
         self.comfyui_dir = Path(comfyui_dir) if comfyui_dir else find_comfyui()
         self._tmp = None if base_dir else tempfile.TemporaryDirectory(prefix="edit-agents-comfy-")
         self.base_dir = Path(base_dir) if base_dir else Path(self._tmp.name)
@@ -54,6 +55,7 @@ class LocalServer:
         self.extra_args = extra_args
         self.python = python or sys.executable
         self.log_path = log_path or self.base_dir / "server.log"
+        self.env = env
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -73,7 +75,7 @@ class LocalServer:
                *self.extra_args]
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, cwd=self.comfyui_dir, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, env=self.env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..tools.backends import require
 from ..tools.imageops import as_image
 
 
@@ -16,13 +17,12 @@ def image_batch_to_arrays(images: torch.Tensor) -> list[np.ndarray]:
 
 def arrays_to_image_batch(arrays: list[np.ndarray]) -> torch.Tensor:
     """Stack images into one batch; images of other sizes are resized to the first's size."""
-    import cv2
-
     h, w = arrays[0].shape[:2]
     channels = max(a.shape[2] for a in arrays)
     out = []
     for a in arrays:
         if a.shape[:2] != (h, w):
+            cv2 = require("cv2")
             a = cv2.resize(a, (w, h), interpolation=cv2.INTER_AREA)
             a = a[:, :, None] if a.ndim == 2 else a
         if a.shape[2] != channels:

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-from pathlib import Path
 
 import aiohttp
 import numpy as np
@@ -15,9 +13,7 @@ from edit_agents.cli.client import ComfyClient
 from edit_agents.cli.server import LocalServer
 from edit_agents.tools.imageops import as_image
 
-PACK_ROOT = Path(__file__).resolve().parent.parent
-WORKFLOWS = PACK_ROOT / "workflows"
-ARTIFACTS = PACK_ROOT / "test-artifacts"
+from helpers import ARTIFACTS
 
 
 @pytest.fixture(scope="session")
@@ -67,10 +63,6 @@ def comfy(comfy_server) -> SyncClient:
 @pytest.fixture(scope="session")
 def object_info(comfy) -> dict:
     return comfy.get("/object_info")
-
-
-def load_json(path: Path) -> dict:
-    return json.loads(path.read_text())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,0 +1,84 @@
+"""The `edit-agents` CLI on real photos against a real server."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from helpers import WORKFLOWS
+
+CLI = str(Path(sys.executable).parent / "edit-agents")
+OFFLINE = str(WORKFLOWS / "photoagent_offline.json")
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def save(photo: np.ndarray, path: Path) -> Path:
+    Image.fromarray((photo * 255).astype(np.uint8)).save(path)
+    return path
+
+
+def test_run_writes_image_and_trace(comfy_server, photos, tmp_path):
+    src = save(photos["rocket"], tmp_path / "rocket.png")
+    out = tmp_path / "out"
+    r = cli("run", OFFLINE, "--image", str(src), "--out", str(out), "--server", comfy_server.url,
+            "--set", "PhotoAgent (enhance).max_steps=2")
+    assert r.returncode == 0, r.stderr
+    images = list(out.glob("rocket_*.png"))
+    assert len(images) == 1 and Image.open(images[0]).size == (640, 427)
+    trace = json.loads((out / "trace.json").read_text())
+    assert 1 <= trace["summary"]["steps"] <= 2  # the --set took effect
+    assert "score" in r.stdout and "->" in r.stdout
+
+
+def test_run_starts_its_own_server_when_none_is_given(photos, tmp_path):
+    src = save(photos["chelsea"][::2, ::2], tmp_path / "cat.png")
+    r = cli("run", OFFLINE, "--image", str(src), "--out", str(tmp_path / "o"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "starting ComfyUI" in r.stderr and list((tmp_path / "o").glob("cat_*.png"))
+
+
+def test_batch_continues_past_an_unreadable_file(comfy_server, photos, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    save(photos["coffee"][::2, ::2], folder / "coffee.png")
+    save(photos["astronaut"][::2, ::2], folder / "astronaut.jpg")
+    (folder / "broken.png").write_bytes(b"this is not a PNG")
+    (folder / "notes.txt").write_text("ignored: not an image suffix")
+    out = tmp_path / "out"
+    r = cli("batch", OFFLINE, "--images", str(folder), "--out", str(out), "--server", comfy_server.url)
+    assert r.returncode == 1, "a failed image must make the exit code non-zero"
+    assert "2 ok, 1 failed" in r.stdout
+    assert "broken.png" in r.stdout and "FAILED" in r.stdout and "not an image" in r.stdout
+    for stem in ("coffee", "astronaut"):
+        assert list(out.glob(f"{stem}_*.png")) and (out / f"{stem}.trace.json").exists()
+
+
+def test_validation_error_is_readable(comfy_server, photos, tmp_path):
+    src = save(photos["coffee"][::4, ::4], tmp_path / "c.png")
+    r = cli("run", OFFLINE, "--image", str(src), "--out", str(tmp_path / "o"), "--server", comfy_server.url,
+            "--set", "PhotoAgent (enhance).top_k=999")
+    assert r.returncode != 0
+    assert "'PhotoAgent (enhance)'" in r.stderr and "input 'top_k'" in r.stderr
+
+
+def test_execution_error_names_node_and_saves_traceback(comfy_server, photos, tmp_path):
+    src = save(photos["coffee"][::4, ::4], tmp_path / "c.png")
+    out = tmp_path / "o"
+    r = cli("run", OFFLINE, "--image", str(src), "--out", str(out), "--server", comfy_server.url,
+            "--set", "Toolbox.only=warp_drive")
+    assert r.returncode == 1
+    assert "EditAgentsToolbox" in r.stderr and "unknown tool 'warp_drive'" in r.stderr
+    tb = out / "error-c.txt"
+    assert tb.exists() and "toolbox.py" in tb.read_text()  # the server's traceback, kept for a bug report
+
+
+def test_bad_arguments(tmp_path):
+    r = cli("run", str(tmp_path / "missing.json"), "--out", str(tmp_path))
+    assert r.returncode == 2 and "cannot read workflow" in r.stderr

@@ -1,0 +1,90 @@
+"""Integration: the pack on a real ComfyUI server, over HTTP and the websocket."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from edit_agents.cli.client import ExecutionFailed, PromptRejected
+from edit_agents.cli.workflow import set_image, ui_to_api
+from helpers import WORKFLOWS, load_json
+
+PACK_NODE_IDS = {"EditAgentsToolbox", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
+NEEDS_NO_WEIGHTS = {"photoagent_offline.json"}
+
+
+def test_every_pack_node_is_registered_with_help(object_info):
+    ours = {k: v for k, v in object_info.items() if k.startswith("EditAgents")}
+    assert PACK_NODE_IDS <= set(ours), f"missing: {PACK_NODE_IDS - set(ours)}"
+    assert all(k.startswith("EditAgents") for k in ours)
+    for node_id, info in ours.items():
+        assert info["description"], f"{node_id} has no description"
+        assert info["category"] == "Edit Agents"
+        for section in ("required", "optional"):
+            for name, spec in info["input"].get(section, {}).items():
+                opts = spec[1] if len(spec) > 1 else {}
+                assert opts.get("tooltip"), f"{node_id}.{name} has no tooltip"
+
+
+def test_workflows_are_listed_as_templates(comfy):
+    templates = comfy.get("/api/workflow_templates")
+    listed = {name for names in templates.values() for name in names}
+    shipped = {p.stem for p in WORKFLOWS.glob("*.json")}
+    assert shipped and shipped <= listed, f"not listed: {shipped - listed}"
+
+
+@pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.json")), ids=lambda p: p.name)
+def test_each_workflow_converts_and_validates(path, comfy, object_info, comfy_server):
+    prompt = ui_to_api(load_json(path), object_info)
+    assert any(n["class_type"].startswith("EditAgents") for n in prompt.values())
+    photo = comfy_server.dirs()["input"] / "validate.png"
+    Image.new("RGB", (32, 24), (120, 80, 60)).save(photo)
+    set_image(prompt, "validate.png")
+    # validation only: an invalid input makes /prompt answer 400 before anything runs
+    broken = json.loads(json.dumps(prompt))
+    pa = next(n for n in broken.values() if n["class_type"] == "EditAgentsPhotoAgent")
+    pa["inputs"]["max_steps"] = -3
+    with pytest.raises(PromptRejected) as err:
+        comfy.call("queue", broken)
+    assert any(inp == "max_steps" for _, inp, _ in err.value.problems), err.value.readable()
+    if path.name in NEEDS_NO_WEIGHTS:
+        result = comfy.call("run", prompt)
+        assert result.outputs, "no outputs in /history"
+
+
+def test_offline_workflow_improves_a_real_photo(comfy, object_info, comfy_server, photos, artifacts):
+    prompt = ui_to_api(load_json(WORKFLOWS / "photoagent_offline.json"), object_info)
+    src = (photos["chelsea"] * 255).astype(np.uint8)
+    Image.fromarray(src).save(comfy_server.dirs()["input"] / "chelsea.png")
+    set_image(prompt, "chelsea.png")
+    events = []
+    result = comfy.call("run", prompt, on_event=events.append)
+    kinds = {e["type"] for e in events}
+    assert {"execution_start", "executing", "progress"} <= kinds
+    trace_out = [o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o]
+    assert len(trace_out) == 1
+    summary = trace_out[0]["summary"]
+    assert summary["score_after"] > summary["score_before"] + 0.05 and summary["steps"] >= 1
+    saved = [img for o in result.outputs.values() for img in o.get("images", []) if img["type"] == "output"]
+    assert len(saved) == 1
+    out = np.asarray(Image.open(comfy_server.dirs()["output"] / saved[0]["subfolder"] / saved[0]["filename"]))
+    assert out.shape == src.shape
+    change = np.abs(out.astype(float) - src).mean()
+    assert change > 5, f"mean change {change:.1f}/255 is not a visible edit"
+    Image.fromarray(np.concatenate([src, out], axis=1)).save(artifacts / "offline_before_after.png")
+
+
+def test_execution_error_names_the_node_and_server_keeps_serving(comfy, object_info, comfy_server):
+    prompt = ui_to_api(load_json(WORKFLOWS / "photoagent_offline.json"), object_info)
+    Image.new("RGB", (40, 30), (90, 90, 90)).save(comfy_server.dirs()["input"] / "gray.png")
+    set_image(prompt, "gray.png")
+    toolbox = next(k for k, n in prompt.items() if n["class_type"] == "EditAgentsToolbox")
+    prompt[toolbox]["inputs"]["only"] = "exposur"
+    with pytest.raises(ExecutionFailed) as err:
+        comfy.call("run", prompt)
+    assert err.value.data["node_id"] == toolbox
+    assert "unknown tool 'exposur'" in str(err.value) and "closest: exposure" in str(err.value)
+    prompt[toolbox]["inputs"]["only"] = "exposure, contrast"
+    assert comfy.call("run", prompt).outputs
