@@ -108,11 +108,15 @@ def ensure_venv() -> str:
 
 @step("torch")
 def ensure_torch() -> str:
+    # Importing torch takes seconds: remember a successful check until torch's files change.
+    versions = sorted(venv_dir().glob("lib/python*/site-packages/torch*-*.dist-info"))
+    digest = "|".join(f"{p.name}:{p.stat().st_mtime}" for p in versions)
+    if versions and stamp_ok("torch", digest):
+        return "usable " + ", ".join(p.name.split(".dist-info")[0] for p in versions) + " (checked before)"
     # torchvision.ops.nms is what breaks with a mismatched pair (COMFYUI-NOTES).
     if py_ok("import torch, torchvision; torchvision.ops.nms"):
-        ver = subprocess.run([str(venv_python()), "-c", "import torch;print(torch.__version__)"],
-                             capture_output=True, text=True).stdout.strip()
-        return f"usable torch {ver} already there"
+        write_stamp("torch", digest)
+        return "usable torch already there"
     specs = TORCH_SPECS.get(platform.machine())
     if not specs:
         raise SystemExit(f"no known torch build for {platform.machine()}: install torch and torchvision into {venv_dir()} yourself, then re-run")
