@@ -186,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # keep stdout and stderr lines in order when piped
     try:
         return asyncio.run(main_async(args))
     except (WorkflowError, ServerError, PromptRejected) as err:

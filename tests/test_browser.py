@@ -45,3 +45,20 @@ def test_extension_and_nodes_are_loaded(page, artifacts):
     page.screenshot(path=str(artifacts / "frontend.png"))
     ours = [e for e in page.errors if "edit_agents" in e.lower() or "editagents" in e.lower()]
     assert not ours, ours
+
+
+def test_offline_workflow_loads_with_no_missing_nodes(page, artifacts):
+    from helpers import WORKFLOWS, load_json
+
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    workflow = load_json(WORKFLOWS / "photoagent_offline.json")
+    loaded = page.evaluate(
+        """async (wf) => {
+            await window.app.loadGraphData(wf);
+            const types = window.LiteGraph.registered_node_types;
+            const nodes = window.app.graph._nodes;
+            return {types: nodes.map((n) => n.type), missing: nodes.filter((n) => !types[n.type]).map((n) => n.type)};
+        }""", workflow)
+    assert loaded["missing"] == []
+    assert {"EditAgentsPhotoAgent", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView", "LoadImage"} <= set(loaded["types"])
+    page.screenshot(path=str(artifacts / "offline_workflow.png"))
