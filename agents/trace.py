@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 TRACE_VERSION = 1
+HISTORY_KEY = "edit_agents_trace"  # where the Trace View node publishes a trace in /history outputs
 
 
 @dataclass

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import aiohttp
 
+from ..agents.trace import HISTORY_KEY
 from .client import ComfyClient, ExecutionFailed, PromptRejected
 from .server import LocalServer, ServerError
 from .workflow import WorkflowError, apply_settings, load_workflow, set_image, set_instruction, to_api
 
-TRACE_UI_KEY = "edit_agents_trace"  # what the Trace View node publishes (nodes/trace_view.py)
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"}
 
 
@@ -95,7 +95,7 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
                 suffix = Path(info["filename"]).suffix or ".png"
                 dest = out_dir / f"{stem}_{node_id}_{i}{suffix}"
                 outcome.files.append(await client.download(info, dest))
-            for trace in out.get(TRACE_UI_KEY, []):
+            for trace in out.get(HISTORY_KEY, []):
                 dest = out_dir / ("trace.json" if args.command == "run" else f"{stem}.trace.json")
                 dest.write_text(json.dumps(trace, indent=1))
                 outcome.files.append(dest)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
+from ..agents.trace import HISTORY_KEY
 from .types import CATEGORY, TRACE
-
-UI_KEY = "edit_agents_trace"  # the key API users read in /history/{prompt_id} outputs
 
 
 class TraceView(io.ComfyNode):
@@ -16,7 +15,7 @@ class TraceView(io.ComfyNode):
             display_name="Trace View",
             category=CATEGORY,
             description="Shows what the agent decided (steps, tools, parameters, scores) and publishes the trace "
-                        f"as JSON under '{UI_KEY}' in the prompt's /history outputs.",
+                        f"as JSON under '{HISTORY_KEY}' in the prompt's /history outputs.",
             inputs=[TRACE.Input("trace", tooltip="A TRACE from an agent or loop node.")],
             outputs=[],
             is_output_node=True,
@@ -30,7 +29,7 @@ class TraceView(io.ComfyNode):
             lines.append(f"score {summary['score_before']:.3f} -> {summary['score_after']:.3f} "
                          f"in {summary.get('steps', 0)} step(s)")
         lines += [f"{s.index:>3} {s.role:<10} {s.action}" for s in trace.steps if s.role == "loop"]
-        return io.NodeOutput(ui={UI_KEY: [trace.to_dict()], "text": ["\n".join(lines)]})
+        return io.NodeOutput(ui={HISTORY_KEY: [trace.to_dict()], "text": ["\n".join(lines)]})
 
 
 NODES = [TraceView]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import aiohttp
 import numpy as np
@@ -71,5 +70,3 @@ def pytest_collection_modifyitems(config, items):
         if "comfy_server" in getattr(item, "fixturenames", ()) or "comfy" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
 
-
-os.environ.setdefault("PYTHONUNBUFFERED", "1")
