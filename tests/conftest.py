@@ -70,3 +70,18 @@ def pytest_collection_modifyitems(config, items):
         if "comfy_server" in getattr(item, "fixturenames", ()) or "comfy" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.server)
 
+
+
+@pytest.fixture(scope="session")
+def llm_server():
+    from llm_server import ScriptedLLM
+
+    server = ScriptedLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def llm(llm_server):
+    """The scripted endpoint, emptied for each test."""
+    return llm_server.reset()

@@ -1,0 +1,122 @@
+"""The brain interface: one call shape for every role, whatever thinks behind it.
+
+A role builds a ``BrainRequest`` (system prompt, user text, images, the JSON schema its
+answer must fit, and the same inputs as structured ``context``). An LLM brain sends the
+prompt and images; the rule brain reads ``context``. Both return a ``BrainAnswer`` whose
+``data`` has been validated against the schema: model output is data, never code.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class BrainError(RuntimeError):
+    """A brain could not produce a valid answer; the message says why and what to check."""
+
+
+@dataclass
+class BrainRequest:
+    role: str  # planner, executor, questions, answers, expert, aggregator, competitor, perceiver
+    system: str
+    text: str
+    schema: dict[str, Any]
+    images: list[np.ndarray] = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict)  # structured inputs; never sent to an endpoint
+    agent: str = ""
+
+
+@dataclass
+class BrainAnswer:
+    data: dict[str, Any]
+    brain: str  # "rule" or "provider/model" — never a key
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    wall_ms: float = 0.0
+    requests: int = 0  # HTTP requests made (retries and re-asks included)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+class Brain(Protocol):
+    name: str
+
+    async def ask(self, request: BrainRequest) -> BrainAnswer: ...
+
+
+def validate(data: Any, schema: dict[str, Any]) -> str | None:
+    """None when ``data`` fits ``schema``, else a short readable reason (for a re-ask)."""
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    parts = []
+    for e in errors[:5]:
+        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        parts.append(f"at {where}: {e.message[:200]}")
+    return "; ".join(parts)
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+def extract_json(text: str) -> Any:
+    """Parse a model's answer: plain JSON, JSON in a code fence, or the first JSON object in prose.
+
+    Raises ValueError with a readable reason when there is no JSON to be found.
+    """
+    if text is None or not text.strip():
+        raise ValueError("the answer was empty")
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError:
+        pass
+    for block in _FENCE.findall(stripped):
+        try:
+            return json.loads(block.strip())
+        except json.JSONDecodeError:
+            continue
+    start = stripped.find("{")
+    while start != -1:
+        obj, end = _balanced(stripped, start)
+        if obj is not None:
+            try:
+                return json.loads(obj)
+            except json.JSONDecodeError:
+                pass
+        start = stripped.find("{", start + 1)
+    preview = stripped[:120].replace("\n", " ")
+    raise ValueError(f"the answer was not JSON (it began: {preview!r})")
+
+
+def _balanced(text: str, start: int) -> tuple[str | None, int]:
+    """The {...} block starting at ``start``, respecting strings; (None, -1) if it never closes."""
+    depth, in_str, escape = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1], i
+    return None, -1

@@ -1,0 +1,270 @@
+"""The OpenAI-compatible brain: any endpoint that speaks /v1/chat/completions.
+
+One client serves OpenAI, Ollama, vLLM, LM Studio, llama.cpp server, DashScope (Qwen-VL),
+Volcengine Ark (Doubao), DeepSeek and Gemini's compatible mode. The API key is read from
+an environment variable whose *name* the user gives; the key itself never enters a
+config, a trace, a log line or an error message.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import ipaddress
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from ..tools.backends import require
+from ..tools.imageops import resize_longest, to_uint8
+from .brain import BrainAnswer, BrainError, BrainRequest, extract_json, validate
+
+
+@dataclass(frozen=True)
+class Provider:
+    label: str
+    base_url: str | None  # None: the SDK's default (OPENAI_BASE_URL or api.openai.com)
+    key_env: str | None  # None: a local endpoint that needs no key
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider("OpenAI", None, "OPENAI_API_KEY"),
+    "ollama": Provider("Ollama", "http://127.0.0.1:11434/v1", None),
+    "vllm": Provider("vLLM", "http://127.0.0.1:8000/v1", None),
+    "lmstudio": Provider("LM Studio", "http://127.0.0.1:1234/v1", None),
+    "llamacpp": Provider("llama.cpp server", "http://127.0.0.1:8080/v1", None),
+    "dashscope": Provider("DashScope (Qwen-VL)", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+    "ark": Provider("Volcengine Ark (Doubao)", "https://ark.cn-beijing.volces.com/api/v3", "ARK_API_KEY"),
+    "deepseek": Provider("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "gemini": Provider("Gemini (OpenAI-compatible)", "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY"),
+    "custom": Provider("Custom endpoint", None, None),
+}
+
+STRUCTURED_MODES = ("json_schema", "json_object", "prompt")  # tried in this order when an endpoint refuses one
+
+
+@dataclass(frozen=True)
+class BrainConfig:
+    provider: str = "openai"
+    model: str = ""
+    base_url: str = ""  # empty: the provider's default
+    api_key_env: str = ""  # the NAME of the environment variable holding the key; empty: the provider's default
+    temperature: float = 0.2
+    max_tokens: int = 1024
+    timeout: float = 60.0  # seconds per request
+    image_side: int = 768  # images are downscaled so their longest side is at most this
+    concurrency: int = 4  # requests in flight at once from this brain
+    max_retries: int = 3  # on timeouts, connection errors, 429 and 5xx
+    reasks: int = 2  # re-asks quoting the validation error when an answer is not valid
+    structured: str = "json_schema"
+    backoff: float = 0.5  # seconds before the first retry; doubles each time
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)  # model -> USD per 1M (input, output) tokens
+    allow_insecure_http: bool = False  # send a key over plain HTTP to a non-loopback host
+
+    def __post_init__(self):
+        if self.provider not in PROVIDERS:
+            raise BrainError(f"unknown provider {self.provider!r}; choose one of {', '.join(PROVIDERS)}")
+        if self.structured not in STRUCTURED_MODES:
+            raise BrainError(f"structured must be one of {', '.join(STRUCTURED_MODES)}, got {self.structured!r}")
+        if not self.model.strip():
+            raise BrainError(f"no model name given for the {PROVIDERS[self.provider].label} brain (e.g. 'gpt-4o-mini', 'qwen2.5vl:7b')")
+        if self.provider == "custom" and not self.base_url:
+            raise BrainError("the custom provider needs a base URL, e.g. http://127.0.0.1:8000/v1")
+        for name in ("timeout", "image_side", "concurrency"):
+            if not getattr(self, name) > 0:
+                raise BrainError(f"{name} must be above 0, got {getattr(self, name)}")
+        if self.max_retries < 0 or self.reasks < 0:
+            raise BrainError("max_retries and reasks must be 0 or more")
+
+    @property
+    def key_env(self) -> str | None:
+        return self.api_key_env.strip() or PROVIDERS[self.provider].key_env
+
+    @property
+    def url(self) -> str | None:
+        return self.base_url.strip() or PROVIDERS[self.provider].base_url
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def image_data_url(img: np.ndarray, longest_side: int) -> str:
+    from PIL import Image
+
+    small = to_uint8(resize_longest(img, longest_side))
+    arr = small[:, :, 0] if small.shape[2] == 1 else small[:, :, :3] if small.shape[2] == 4 else small
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class OpenAIBrain:
+    def __init__(self, config: BrainConfig):
+        self.config = config
+        self.name = f"{config.provider}/{config.model}"
+        self._structured = config.structured
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client = None
+        self._gate: asyncio.Semaphore | None = None
+
+    # -- connection ------------------------------------------------------------------
+
+    def _api_key(self) -> str | None:
+        env = self.config.key_env
+        if env:
+            value = os.environ.get(env, "").strip()
+            if value:
+                return value
+            if self.config.provider == "openai" and not self.config.api_key_env:
+                return None  # let the SDK read OPENAI_API_KEY exactly as it does
+            raise BrainError(f"the {PROVIDERS[self.config.provider].label} brain needs an API key in the environment "
+                             f"variable {env}, which is not set. Set it in the environment that starts ComfyUI.")
+        return None
+
+    def _endpoint(self) -> str:
+        return str(self._client.base_url) if self._client is not None else (self.config.url or "the OpenAI API")
+
+    def _connect(self) -> None:
+        """One SDK client and one concurrency gate per event loop (they cannot cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        openai = require("openai")
+        key = self._api_key()
+        url = self.config.url
+        if key and url and url.startswith("http://") and not _is_loopback(url) and not self.config.allow_insecure_http:
+            raise BrainError(f"refusing to send the API key from {self.config.key_env} over plain HTTP to {url}; "
+                             "use https, or allow insecure HTTP explicitly if this network is trusted")
+        kwargs: dict[str, Any] = {"timeout": self.config.timeout, "max_retries": 0}  # retries are ours: bounded, traced
+        if url:
+            kwargs["base_url"] = url
+        if key:
+            kwargs["api_key"] = key
+        elif self.config.key_env is None:
+            kwargs["api_key"] = "unused"  # local endpoints ignore it; the SDK insists on a value
+        try:
+            self._client = openai.AsyncOpenAI(**kwargs)
+        except openai.OpenAIError as err:
+            raise BrainError(f"cannot create the OpenAI client: set the environment variable {self.config.key_env or 'OPENAI_API_KEY'} "
+                             f"({type(err).__name__})") from None
+        self._gate = asyncio.Semaphore(self.config.concurrency)
+        self._loop = loop
+
+    # -- one request with bounded retries ---------------------------------------------
+
+    def _response_format(self, role: str, schema: dict) -> dict | None:
+        if self._structured == "json_schema":
+            return {"type": "json_schema", "json_schema": {"name": role.replace(" ", "_")[:60], "schema": schema}}
+        if self._structured == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    async def _complete(self, messages: list[dict], request: BrainRequest, answer: BrainAnswer) -> str:
+        openai = require("openai")
+        attempt = 0
+        while True:
+            fmt = self._response_format(request.role, request.schema)
+            kwargs = dict(model=self.config.model, messages=messages, temperature=self.config.temperature,
+                          max_tokens=self.config.max_tokens)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
+            answer.requests += 1
+            try:
+                resp = await self._client.chat.completions.create(**kwargs)
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
+                raise BrainError(f"{self._endpoint()} refused the credentials (HTTP {err.status_code}); check the API key "
+                                 f"in the environment variable {self.config.key_env or 'OPENAI_API_KEY'}") from None
+            except openai.BadRequestError as err:
+                if self._structured != "prompt":  # the endpoint may not support this response format: step down
+                    lower = STRUCTURED_MODES[STRUCTURED_MODES.index(self._structured) + 1]
+                    answer.notes.append(f"{self._endpoint()} rejected response_format {self._structured} "
+                                        f"(HTTP 400); using {lower}")
+                    self._structured = lower
+                    continue
+                raise BrainError(f"{self._endpoint()} rejected the request (HTTP 400): {_short(err)}") from None
+            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
+                    openai.APIConnectionError) as err:
+                why = _why(err, self.config.timeout)
+                if attempt >= self.config.max_retries:
+                    raise BrainError(f"{self._endpoint()} failed {attempt + 1} time(s), last: {why}; "
+                                     "check that the endpoint is running and reachable") from None
+                answer.notes.append(f"retry {attempt + 1}/{self.config.max_retries} after {why}")
+                await asyncio.sleep(self.config.backoff * (2 ** attempt))
+                attempt += 1
+                continue
+            except openai.APIStatusError as err:
+                raise BrainError(f"{self._endpoint()} answered HTTP {err.status_code}: {_short(err)}") from None
+            if not hasattr(resp, "choices"):  # e.g. a proxy's HTML page: the SDK hands back the raw text
+                preview = str(resp)[:80].replace("\n", " ")
+                raise BrainError(f"{self._endpoint()} did not answer like an OpenAI-compatible endpoint "
+                                 f"(it sent {preview!r}); check the base URL")
+            usage = getattr(resp, "usage", None)
+            if usage is not None:
+                answer.tokens_in += usage.prompt_tokens or 0
+                answer.tokens_out += usage.completion_tokens or 0
+            choices = getattr(resp, "choices", None) or []
+            return (choices[0].message.content or "") if choices else ""
+
+    # -- the Brain interface -----------------------------------------------------------
+
+    async def ask(self, request: BrainRequest) -> BrainAnswer:
+        self._connect()
+        start = time.perf_counter()
+        answer = BrainAnswer(data={}, brain=self.name)
+        system = (request.system.rstrip() + "\n\nAnswer with one JSON object only, no prose, that fits this JSON schema:\n"
+                  + json.dumps(request.schema))
+        content: list[dict] = [{"type": "text", "text": request.text}]
+        content += [{"type": "image_url", "image_url": {"url": image_data_url(img, self.config.image_side)}}
+                    for img in request.images]
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
+        problem = ""
+        async with self._gate:
+            for turn in range(self.config.reasks + 1):
+                text = await self._complete(messages, request, answer)
+                try:
+                    data = extract_json(text)
+                    problem = validate(data, request.schema) or ""
+                except ValueError as err:
+                    problem = str(err)
+                if not problem:
+                    answer.data = data
+                    break
+                answer.notes.append(f"answer {turn + 1} rejected: {problem}")
+                messages = messages + [
+                    {"role": "assistant", "content": text[:4000]},
+                    {"role": "user", "content": f"That answer was not valid: {problem}. Reply again with only a JSON "
+                                                "object that fits the schema."}]
+            else:
+                raise BrainError(f"{self.name} at {self._endpoint()} gave no valid {request.role} answer in "
+                                 f"{self.config.reasks + 1} tries; last problem: {problem}")
+        answer.wall_ms = (time.perf_counter() - start) * 1000.0
+        price = self.config.prices.get(self.config.model)
+        if price:
+            answer.cost = (answer.tokens_in * price[0] + answer.tokens_out * price[1]) / 1e6
+        return answer
+
+
+def _short(err: Exception) -> str:
+    body = getattr(err, "body", None)
+    msg = body.get("message") if isinstance(body, dict) else None
+    return (msg or str(err))[:300]
+
+
+def _why(err: Exception, timeout: float) -> str:
+    status = getattr(err, "status_code", None)
+    if status:
+        return f"HTTP {status}"
+    name = type(err).__name__
+    return f"no answer within {timeout:g} s" if "Timeout" in name else f"connection error ({name})"

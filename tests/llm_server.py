@@ -1,0 +1,127 @@
+"""A scripted OpenAI-compatible endpoint on 127.0.0.1 for contract tests and benchmarks.
+
+It stands in for the user's LLM endpoint (the one boundary tests may fake): it speaks
+POST /v1/chat/completions, answers from a script or a responder function, and records
+every request with server-side timestamps so tests can check retries and concurrency.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    content: Any = None  # str, or a dict/list sent as JSON text
+    status: int = 200
+    delay: float = 0.0  # seconds before answering
+    body: Any = None  # for errors: the JSON body
+    raw: str | None = None  # send this text as-is (e.g. HTML)
+
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else json.dumps(self.content)
+
+
+@dataclass
+class Seen:
+    body: dict
+    headers: dict
+    start: float
+    end: float = 0.0
+
+    @property
+    def role(self) -> str:
+        fmt = self.body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            return fmt["json_schema"]["name"]
+        return self.body["messages"][0]["content"].split("\n", 1)[0]
+
+    def user_text(self) -> str:
+        content = self.body["messages"][1]["content"]
+        return " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+
+    def images(self) -> list[str]:
+        content = self.body["messages"][1]["content"]
+        return [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+
+
+class ScriptedLLM:
+    def __init__(self):
+        self.script: list[Reply] = []
+        self.responder: Callable[[Seen], Reply] | None = None
+        self.seen: list[Seen] = []
+        self.latency = 0.0  # added to every answer
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def reset(self, *script: Reply, responder=None, latency: float = 0.0) -> "ScriptedLLM":
+        with self._lock:
+            self.script = list(script)
+            self.responder = responder
+            self.seen = []
+            self.latency = latency
+        return self
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        seen = Seen(body=body, headers=dict(request.headers), start=time.monotonic())
+        with self._lock:
+            self.seen.append(seen)
+            reply = self.responder(seen) if self.responder else (self.script.pop(0) if self.script else
+                                                                 Reply(status=500, body={"error": {"message": "script exhausted"}}))
+            latency = self.latency
+        await asyncio.sleep(reply.delay + latency)
+        seen.end = time.monotonic()
+        if reply.raw is not None:
+            return web.Response(text=reply.raw, status=reply.status, content_type="text/html")
+        if reply.status != 200:
+            return web.json_response(reply.body or {"error": {"message": f"scripted {reply.status}"}}, status=reply.status)
+        text = reply.text()
+        return web.json_response({
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": max(1, len(text) // 4), "total_tokens": 100 + max(1, len(text) // 4)},
+        })
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._handle)
+        runner = web.AppRunner(app)
+        self._loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._runner = runner
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+
+    def start(self) -> "ScriptedLLM":
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the scripted LLM server did not start")
+        return self
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+def overlapping(seen: list[Seen]) -> bool:
+    """True when every request started before the first one ended (they ran concurrently)."""
+    first_end = min(s.end for s in seen)
+    return all(s.start < first_end for s in seen)
