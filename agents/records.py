@@ -1,30 +1,201 @@
-"""Typed records shared by the roles and loops."""
+"""Typed records shared by the roles and loops. All serialise to plain JSON data."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Mode = Literal["instructed", "autonomous", "mood"]
+Answer = Literal["yes", "no", "unknown"]
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+@dataclass
+class EditRequest:
+    instruction: str = ""
+    mode: Mode = "instructed"
+    caption: str = ""  # what the input shows, when known (CCA's discriminator uses it)
+    mood: str = ""  # mood words for mood-guided mode
+
+    def __post_init__(self):
+        if self.mode not in ("instructed", "autonomous", "mood"):
+            raise ValueError(f"mode must be instructed, autonomous or mood, got {self.mode!r}")
+        if self.mode == "instructed" and not self.instruction.strip():
+            raise ValueError("an instructed edit needs an instruction, e.g. 'make it brighter and crop to square'")
 
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool invocation as data (never code): validated against the tool's spec before it runs."""
+    """One tool invocation as data (never code), validated against the tool's spec before it runs.
+
+    ``source`` says which image it edits: "input" (the current image) or "step:N", the output
+    of an earlier step of the same chain (e.g. ground -> mask -> inpaint with that mask).
+    """
 
     tool: str
     params: dict[str, Any] = field(default_factory=dict)
     rationale: str = ""
+    source: str = "input"
 
     def key(self) -> str:
-        """A stable identity for caching and memory (same tool + same parameters)."""
-        return self.tool + json.dumps(self.params, sort_keys=True, default=str)
+        """A stable identity for caching and memory (same tool + same parameters + same source)."""
+        return self.tool + json.dumps(self.params, sort_keys=True, default=str) + self.source
 
     def label(self) -> str:
         args = ", ".join(f"{k}={_fmt(v)}" for k, v in self.params.items())
         return f"{self.tool}({args})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "params": dict(self.params), "rationale": self.rationale}
+        out = {"tool": self.tool, "params": dict(self.params), "rationale": self.rationale}
+        if self.source != "input":
+            out["source"] = self.source
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ToolCall":
+        return cls(tool=d["tool"], params=dict(d.get("params") or {}), rationale=d.get("rationale", ""),
+                   source=d.get("source", "input"))
 
 
-def _fmt(v: Any) -> str:
-    return f"{v:.3g}" if isinstance(v, float) else str(v)
+def check_chain(chain: list[ToolCall]) -> None:
+    """A step may only read the input or an *earlier* step's output."""
+    for i, call in enumerate(chain):
+        if call.source == "input":
+            continue
+        kind, _, num = call.source.partition(":")
+        if kind != "step" or not num.isdigit() or int(num) >= i:
+            raise ValueError(f"step {i} ({call.tool}) reads {call.source!r}; use 'input' or 'step:N' with N < {i}")
+
+
+@dataclass
+class Subtask:
+    index: int
+    goal: str
+    tool: str
+    rationale: str = ""
+    depends_on: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    subtasks: list[Subtask] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # parts of the request no allowed tool can serve
+    notes: str = ""
+
+    def summary(self) -> str:
+        parts = [f"{s.index}: {s.goal} -> {s.tool}" for s in self.subtasks]
+        if self.unsupported:
+            parts.append("cannot do: " + "; ".join(self.unsupported))
+        return " | ".join(parts) or "(empty plan)"
+
+
+@dataclass
+class Question:
+    text: str
+    answer: Answer = "unknown"
+    explanation: str = ""
+    subtask: int | None = None
+    check: dict[str, Any] = field(default_factory=dict)  # what a measuring critic can check, e.g. {"metric": "mean_luma", "direction": "up"}
+
+
+@dataclass
+class Critique:
+    """One expert's view (IMAGAgent): a score, what to do more of, what went wrong."""
+
+    expert: str
+    score: float  # 0..10
+    positive: str = ""
+    negative: str = ""
+    subtask: int | None = None
+
+
+@dataclass
+class Feedback:
+    score: float  # 0..10
+    positive: str = ""  # IMAGAgent's Fpos: what to keep or push further
+    negative: str = ""  # IMAGAgent's Fneg: what went wrong
+    questions: list[Question] = field(default_factory=list)
+    per_subtask: dict[int, str] = field(default_factory=dict)  # CCA: the report split per subtask
+    experts: list[Critique] = field(default_factory=list)  # who said what
+
+    def yes_fraction(self) -> float:
+        judged = [q for q in self.questions if q.answer != "unknown"]
+        return sum(q.answer == "yes" for q in judged) / len(judged) if judged else 0.0
+
+    def satisfied(self, min_score: float) -> bool:
+        judged = [q for q in self.questions if q.answer != "unknown"]
+        return self.score >= min_score and all(q.answer == "yes" for q in judged)
+
+
+@dataclass
+class Attempt:
+    subtask: int
+    number: int
+    chain: list[ToolCall]
+    feedback: Feedback | None = None
+    image: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def score(self) -> float:
+        return self.feedback.score if self.feedback else 0.0
+
+
+@dataclass
+class Candidate:
+    agent: str
+    round: int
+    plan: Plan
+    chains: list[list[ToolCall]]
+    image: np.ndarray = field(repr=False)
+    feedback: Feedback | None = None
+
+    def tool_calls(self) -> int:
+        return sum(len(c) for c in self.chains)
+
+
+@dataclass
+class HistoryEntry:
+    kind: str  # plan / attempt / feedback / candidate
+    text: str
+    score: float | None = None
+    image: int | None = None  # index of an image kept by the loop
+
+
+@dataclass
+class HistoryContext:
+    """IMAGAgent's C: the plans, images and feedback so far, fed to every later decision."""
+
+    entries: list[HistoryEntry] = field(default_factory=list)
+    limit: int = 12  # how many recent entries a prompt sees
+
+    def add(self, kind: str, text: str, score: float | None = None, image: int | None = None) -> None:
+        self.entries.append(HistoryEntry(kind, text, score, image))
+
+    def render(self) -> str:
+        recent = self.entries[-self.limit:]
+        if not recent:
+            return "(nothing yet)"
+        return "\n".join(f"- [{e.kind}] {e.text}" + (f" (score {e.score:.1f})" if e.score is not None else "") for e in recent)
+
+
+def to_data(record: Any) -> Any:
+    """A record as JSON-ready data (images dropped: traces keep indices, not pixels)."""
+    if isinstance(record, np.ndarray):
+        return None
+    if hasattr(record, "__dataclass_fields__"):
+        return {k: to_data(getattr(record, k)) for k in record.__dataclass_fields__
+                if not isinstance(getattr(record, k), np.ndarray)}
+    if isinstance(record, dict):
+        return {str(k): to_data(v) for k, v in record.items()}
+    if isinstance(record, (list, tuple)):
+        return [to_data(v) for v in record]
+    return record
+
+
+__all__ = ["Answer", "Attempt", "Candidate", "Critique", "EditRequest", "Feedback", "HistoryContext", "HistoryEntry",
+           "Mode", "Plan", "Question", "Subtask", "ToolCall", "check_chain", "to_data", "asdict"]

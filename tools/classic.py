@@ -287,11 +287,11 @@ def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, in
 
 # --- the specs ------------------------------------------------------------------------
 
-def F(name, desc, default, lo, hi, effect=""):
-    return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect)
+def F(name, desc, default, lo, hi, effect="", neutral=0.0):
+    return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect, neutral=neutral)
 
 
-BOX = Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", default=(0.25, 0.25, 0.75, 0.75))
+BOX = Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", default=[0.25, 0.25, 0.75, 0.75])
 
 CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("exposure", "Brighten or darken the whole photo in photographic stops.",
@@ -308,11 +308,11 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              contrast, keywords=("contrast", "punchier", "flat", "hazy", "pop")),
     ToolSpec("gamma", "Apply a gamma curve to brighten or darken midtones.",
              "Brightens midtones (gamma > 1) while keeping black and white points.",
-             (F("gamma", "gamma value", 1.2, 0.2, 5.0, "Above 1 brightens midtones."),),
+             (F("gamma", "gamma value", 1.2, 0.2, 5.0, "Above 1 brightens midtones.", neutral=1.0),),
              gamma, keywords=("gamma", "midtones")),
     ToolSpec("auto_levels", "Stretch the tonal range so the darkest and brightest pixels reach black and white.",
              "Fixes washed-out or murky photos that do not use the full range.",
-             (F("clip_percent", "percent of pixels allowed to clip at each end", 0.5, 0.0, 5.0),),
+             (F("clip_percent", "percent of pixels allowed to clip at each end", 0.5, 0.0, 5.0, neutral=None),),
              auto_levels, keywords=("auto levels", "levels", "washed out", "auto enhance", "auto tone")),
     ToolSpec("highlights_shadows", "Lift shadows and recover highlights separately.",
              "Use for backlit or high-dynamic-range scenes with dark shadows or bright skies.",
@@ -327,7 +327,7 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              tone_curve, keywords=("tone curve", "s-curve", "curves")),
     ToolSpec("clahe", "Boost local contrast adaptively (CLAHE) to reveal detail.",
              "Use for foggy, low-detail or unevenly lit photos. Strong settings look HDR-like.",
-             (F("clip_limit", "contrast limit per tile", 2.0, 1.0, 8.0, "Higher = stronger local contrast."),
+             (F("clip_limit", "contrast limit per tile", 2.0, 1.0, 8.0, "Higher = stronger local contrast.", neutral=1.0),
               Param("tile", "int", "tiles per side", default=8, minimum=2, maximum=32)),
              clahe, keywords=("local contrast", "clarity", "detail", "dehaze", "fog")),
     ToolSpec("saturation", "Make colours more or less saturated.",
@@ -355,14 +355,14 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              sepia, keywords=("sepia", "vintage", "old photo", "retro")),
     ToolSpec("split_toning", "Colour-grade shadows and highlights with two hues.",
              "Cinematic looks, e.g. teal shadows (hue 200) and orange highlights (hue 35).",
-             (F("shadow_hue", "hue of the shadows in degrees", 200.0, 0.0, 360.0),
-              F("highlight_hue", "hue of the highlights in degrees", 35.0, 0.0, 360.0),
+             (F("shadow_hue", "hue of the shadows in degrees", 200.0, 0.0, 360.0, neutral=None),
+              F("highlight_hue", "hue of the highlights in degrees", 35.0, 0.0, 360.0, neutral=None),
               F("strength", "strength of the grade", 0.3, 0.0, 1.0),
-              F("balance", "shift toward highlights (>0) or shadows (<0)", 0.0, -1.0, 1.0)),
+              F("balance", "shift toward highlights (>0) or shadows (<0)", 0.0, -1.0, 1.0, neutral=None)),
              split_toning, keywords=("colour grade", "color grade", "cinematic", "split toning", "teal and orange")),
     ToolSpec("sharpen", "Sharpen detail with an unsharp mask.",
              "Use for slightly soft photos; too much creates halos and noise.",
-             (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0)),
+             (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0, neutral=None)),
              sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft")),
     ToolSpec("denoise", "Reduce noise and grain while keeping edges.",
              "Use for noisy low-light photos; high strength smooths fine texture.",
@@ -373,7 +373,7 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              gaussian_blur, keywords=("blur the image", "soften", "soft focus")),
     ToolSpec("vignette", "Darken (or lighten) the corners to draw the eye to the centre.",
              "A subtle vignette (0.2-0.4) focuses attention; negative values lighten corners.",
-             (F("amount", "darkening at the corners", 0.3, -1.0, 1.0), F("radius", "size of the untouched centre", 0.8, 0.0, 1.0)),
+             (F("amount", "darkening at the corners", 0.3, -1.0, 1.0), F("radius", "size of the untouched centre", 0.8, 0.0, 1.0, neutral=None)),
              vignette, keywords=("vignette", "darken the corners", "darken corners")),
     ToolSpec("crop", "Crop to a box.", "Keeps the region [x0, y0, x1, y1] given as fractions of the size.",
              (Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", required=True),),
@@ -382,7 +382,7 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              "Use for 'crop to square' or a target format; zoom > 1 crops tighter.",
              (Param("aspect", "enum", "target aspect W:H", default="1:1",
                     choices=("1:1", "4:3", "3:4", "3:2", "2:3", "16:9", "9:16", "4:5", "5:4")),
-              F("zoom", "extra zoom", 1.0, 1.0, 4.0)),
+              F("zoom", "extra zoom", 1.0, 1.0, 4.0, neutral=None)),
              crop_aspect, keywords=("square", "crop", "aspect", "16:9", "4:3"), output="the cropped image"),
     ToolSpec("resize", "Resize so the longest side (or both sides) has a given length.",
              "Use for 'resize to 512' or making a thumbnail.",
@@ -392,15 +392,15 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              output="the resized image"),
     ToolSpec("rotate", "Rotate by an angle in degrees (counter-clockwise).",
              "Right angles are exact; other angles expand the canvas to keep all pixels when expand is true.",
-             (F("angle", "degrees, counter-clockwise", 90.0, -360.0, 360.0),
+             (F("angle", "degrees, counter-clockwise", 90.0, -360.0, 360.0, neutral=None),
               Param("expand", "bool", "grow the canvas to fit", default=True)),
              rotate, keywords=("rotate", "turn", "straighten", "degrees"), output="the rotated image"),
     ToolSpec("flip", "Mirror the photo horizontally or vertically.", "Mirror image.",
              (Param("direction", "enum", "axis", default="horizontal", choices=("horizontal", "vertical")),),
              flip, keywords=("flip", "mirror")),
     ToolSpec("expand_canvas", "Add a border around the photo.", "Adds a uniform border (white by default).",
-             (F("border", "border width as a fraction of the longest side", 0.05, 0.0, 1.0),
-              F("value", "border gray level (0 black, 1 white)", 1.0, 0.0, 1.0)),
+             (F("border", "border width as a fraction of the longest side", 0.05, 0.0, 1.0, neutral=None),
+              F("value", "border gray level (0 black, 1 white)", 1.0, 0.0, 1.0, neutral=None)),
              expand_canvas, keywords=("border", "frame", "padding", "expand canvas"), output="a larger image"),
     ToolSpec("edit_region", "Blur or desaturate the background (outside a box) or a region.",
              "Keeps the subject in the box sharp and blurs/desaturates the rest (inside=false), or edits only the box.",

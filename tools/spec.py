@@ -34,6 +34,7 @@ class Param:
     # out-of-range numbers are clamped (and the clamp is reported) unless this is "reject"
     out_of_range: Literal["clamp", "reject"] = "clamp"
     effect: str = ""  # what raising the value does, for the manual
+    neutral: float | None = None  # the value that changes nothing; feedback moves a value away from / toward it
 
     def describe(self) -> str:
         parts = [f"- {self.name} ({self.type}"]

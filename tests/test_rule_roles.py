@@ -1,0 +1,224 @@
+"""Every role and both loops with the rule brain (offline, deterministic) on real photos."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+from edit_agents.agents import roles
+from edit_agents.agents.brain import BrainError, BrainRequest
+from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop)
+from edit_agents.agents.measure import measure
+from edit_agents.agents.records import Candidate, Critique, EditRequest, Plan, Subtask, ToolCall, check_chain
+from edit_agents.agents.roles import Where
+from edit_agents.agents.rule_brain import RuleBrain, adjust_params, initial_params
+from edit_agents.agents.trace import Trace
+from edit_agents.tools import ToolCallError, default_registry
+from edit_agents.tools.spec import Param, ToolSpec
+
+TOOLS = default_registry()
+RB = RuleBrain()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def where():
+    return Where(Trace(), "test")
+
+
+def test_planner_splits_clauses_and_maps_tools(photos):
+    w = where()
+    plan = run(roles.plan(RB, EditRequest("Make it brighter, add more contrast and then crop to square; rotate 90 degrees, "
+                                          "black and white. Also put a hat on the cat"), TOOLS, photos["chelsea"], w))
+    assert [s.tool for s in plan.subtasks] == ["brightness", "contrast", "crop_aspect", "rotate", "grayscale"]
+    assert [s.depends_on for s in plan.subtasks][:3] == [[], [0], [1]]
+    assert len(plan.unsupported) == 1 and "hat" in plan.unsupported[0]  # honest: not faked
+    assert w.trace.steps[0].role == "planner" and w.trace.steps[0].inputs["brain"] == "rule"
+
+
+@pytest.mark.parametrize("phrase,tool,params", [
+    ("warmer", "temperature_tint", {"temperature": 0.2}),
+    ("make it cooler", "temperature_tint", {"temperature": -0.2}),
+    ("darker by 30%", "brightness", {"amount": -0.3}),
+    ("resize to 512", "resize", {"longest_side": 512}),
+    ("rotate 90 degrees clockwise", "rotate", {"angle": -90.0}),
+    ("crop to 16:9", "crop_aspect", {"aspect": "16:9"}),
+    ("sharper", "sharpen", {"amount": 0.5}),
+    ("blur the background", "edit_region", {"effect": "blur"}),
+    ("less saturated", "saturation", {"amount": -0.2}),
+    ("1 stop brighter exposure", "exposure", {"stops": 1.0}),
+])
+def test_executor_fills_parameters_from_the_goal(photos, phrase, tool, params):
+    plan = run(roles.plan(RB, EditRequest(phrase), TOOLS, photos["coffee"], where()))
+    assert [s.tool for s in plan.subtasks] == [tool]
+    chain = run(roles.execute(RB, plan.subtasks[0], TOOLS, photos["coffee"], where()))
+    for k, v in params.items():
+        assert chain[0].params[k] == pytest.approx(v) if isinstance(v, float) else chain[0].params[k] == v
+
+
+def test_executor_reflection_reaches_cfg_4_to_8():
+    """CCA's executor raises text-CFG 4 -> 8 over rounds of 'too weak' feedback."""
+    spec = ToolSpec("edit", "An editor.", "Edits.", (Param("text_cfg", "float", "guidance", default=4.0, minimum=1.0,
+                                                           maximum=12.0, neutral=1.0),), run=lambda img, **kw: img)
+    params = spec.defaults()
+    seen = [params["text_cfg"]]
+    for _ in range(2):
+        params, why = adjust_params(spec, params, {"score": 3.0, "negative": "the edit is not enough, too weak"})
+        seen.append(params["text_cfg"])
+    assert seen[0] == 4.0 and 5.0 < seen[1] < 6.0 and seen[2] == pytest.approx(7.0, abs=0.01)  # 1 + 3*2
+    params, _ = adjust_params(spec, {"text_cfg": 8.0}, {"negative": "too strong"})
+    assert params["text_cfg"] < 8.0
+    params, _ = adjust_params(spec, {"text_cfg": 12.0}, {"negative": "too weak"})
+    assert params["text_cfg"] == 12.0  # clamped at the manual's maximum
+
+
+def test_tool_outside_the_toolbox_is_refused(photos):
+    only = TOOLS.subset(names=["exposure"])
+    with pytest.raises(ToolCallError, match="unknown tool 'contrast'"):
+        run(roles.execute(RB, Subtask(0, "more contrast", "contrast"), only, photos["coffee"], where()))
+
+
+def test_chain_references_must_point_back():
+    check_chain([ToolCall("a"), ToolCall("b", source="step:0")])
+    with pytest.raises(ValueError, match="'step:N' with N < 1"):
+        check_chain([ToolCall("a"), ToolCall("b", source="step:1")])
+    img = np.full((8, 8, 3), 0.5, np.float32)
+    out = roles.run_chain(TOOLS, [ToolCall("brightness", {"amount": 0.2}), ToolCall("brightness", {"amount": 0.1}, source="input")], img)
+    assert np.allclose(out, 0.6)  # the second step edited the input, not step 0's output
+
+
+def test_discriminator_questions_answers_and_report(photos):
+    img = photos["coffee"]
+    plan = Plan([Subtask(0, "make it brighter", "exposure"), Subtask(1, "black and white", "grayscale"),
+                 Subtask(2, "add a hat", "sepia")])
+    edited = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": 0.6})], img)
+    fb = run(roles.discriminate(RB, EditRequest("brighter, black and white"), plan, img, edited, where()))
+    answers = {q.subtask: q.answer for q in fb.questions}
+    assert answers[0] == "yes" and answers[1] == "no"
+    assert "brightness" in fb.per_subtask[0] and fb.per_subtask[1].startswith("no")
+    assert 0 <= fb.score <= 10 and not fb.satisfied(7.0)
+    assert "black and white" in fb.negative
+
+
+def test_rule_critic_says_unknown_for_what_it_cannot_measure(photos):
+    from edit_agents.agents.measure import check
+    m = measure(photos["coffee"])
+    assert check({"metric": "has_hat"}, m, m)[0] == "unknown"
+
+
+def test_experts_and_aggregator(photos):
+    img = photos["chelsea"]
+    sub = Subtask(0, "brighter", "exposure")
+    good = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": 0.4})], img)
+    weak = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": 0.02})], img)
+    wrong = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": -0.5})], img)
+    intent = lambda out: run(roles.critique(RB, "intent", sub, img, out, where()))  # noqa: E731
+    assert intent(good).score >= 7 and intent(weak).score < 7 and "not enough" in intent(weak).negative
+    assert "wrong way" in intent(wrong).negative
+    blurred = roles.run_chain(TOOLS, [ToolCall("gaussian_blur", {"sigma": 8})], img)
+    assert run(roles.critique(RB, "fidelity", sub, img, blurred, where())).score < 7
+    assert run(roles.critique(RB, "fidelity", sub, img, good, where())).score > 9
+    crits = [Critique("a", 8, "keep tone", ""), Critique("b", 4, "", "too dark"), Critique("c", 6, "keep tone", "noisy")]
+    fb = run(roles.aggregate(RB, crits, where()))
+    assert fb.score == pytest.approx(6.0) and fb.negative == "too dark; noisy" and fb.positive == "keep tone"
+    assert len(fb.experts) == 3
+
+
+def test_competitor_picks_and_stops(photos):
+    from edit_agents.agents.records import Feedback, Question
+    img = photos["coffee"]
+    yes, no = Question("q", "yes"), Question("q", "no")
+    a = Candidate("g1", 0, Plan(), [], img, Feedback(6.0, questions=[yes, no]))
+    b = Candidate("g2", 0, Plan(), [], img, Feedback(9.0, questions=[yes, yes]))
+    assert run(roles.compete(RB, [a, b], 7.0, where()))[:2] == (1, True)
+    assert run(roles.compete(RB, [a], 7.0, where()))[:2] == (0, False)
+
+
+def test_perceiver_autonomous_and_mood(photos):
+    dark = photos["coffee"] * 0.4
+    acts = run(roles.perceive(RB, dark, TOOLS, 4, where()))
+    assert 1 <= len(acts) <= 4 and acts[0].tool in ("exposure", "gamma", "highlights_shadows")
+    mood = run(roles.perceive(RB, photos["coffee"], TOOLS, 4, where(), mood="warm and cosy"))
+    assert mood[0].tool == "temperature_tint" and mood[0].params["temperature"] > 0
+
+
+def test_cca_loop_stops_early_when_satisfied(photos):
+    gens = [Generator("generator-1", RB, RB), Generator("generator-2", RB, RuleBrain(boldness=1.6))]
+    req = EditRequest("make it brighter, more contrast and crop to square")
+    result = run(run_cca(photos["coffee"], req, TOOLS, gens, RB, RB, CCASettings(rounds=5)))
+    assert result.stopped_early and result.rounds < 5
+    assert result.image.shape[0] == result.image.shape[1]
+    assert result.best.feedback.satisfied(7.0)
+    no_stop = run(run_cca(photos["coffee"], req, TOOLS, gens, RB, RB, CCASettings(rounds=5, early_stop=False)))
+    assert no_stop.rounds == 5 and no_stop.tool_calls > result.tool_calls
+    summary = json.loads(result.trace.to_json())["summary"]
+    assert summary["tool_calls"] == result.tool_calls and summary["stopped_early"]
+    roles_seen = {s.role for s in result.trace.steps}
+    assert {"planner", "executor", "questions", "answers", "competitor", "loop"} <= roles_seen
+
+
+def test_cca_generators_reflect_and_learn_from_the_rival(photos):
+    weak = RuleBrain(boldness=0.2)
+    gens = [Generator("timid", RB, weak), Generator("bold", RB, RuleBrain(boldness=2.0))]
+    result = run(run_cca(photos["rocket"], EditRequest("brighter"), TOOLS, gens, RB, RB,
+                         CCASettings(rounds=3, early_stop=False)))
+    timid = [c for c in result.candidates if c.agent == "timid"]
+    first, later = timid[0].chains[0][0].params["amount"], timid[-1].chains[0][0].params["amount"]
+    assert later > first  # the executor strengthened after "not enough"
+
+
+def test_closed_loop_retries_until_accepted_and_keeps_the_best(photos):
+    req = EditRequest("make it warmer and sharper")
+    result = run(run_closed_loop(photos["chelsea"], req, TOOLS, RB, RB, [RB], RB, ClosedLoopSettings()))
+    assert [s.tool for s in result.plan.subtasks] == ["temperature_tint", "sharpen"]
+    assert len(result.attempts) <= 2 * 3 and all(result.accepted)
+    timid = RuleBrain(boldness=0.15)
+    retried = run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, RB, timid, [RB, RB, RB], RB))
+    temps = [a.chain[0].params["temperature"] for a in retried.attempts]
+    assert len(temps) >= 2 and temps[1] > temps[0]  # retried with a stronger setting from the feedback
+    assert retried.history.entries and "attempt" in retried.history.render()
+    kinds = {(s.role, s.attempt) for s in retried.trace.steps}
+    assert ("expert", 0) in kinds and ("aggregator", 0) in kinds
+
+
+def test_closed_loop_honest_about_semantic_requests(photos):
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("replace the cat with a dog"), TOOLS, RB, RB, [RB], RB))
+    assert result.plan.subtasks == [] and result.plan.unsupported
+    assert np.array_equal(result.image, photos["chelsea"]) and result.trace.summary["unsupported"]
+
+
+def test_loops_can_be_interrupted(photos):
+    class Stop(Exception):
+        pass
+    calls = []
+
+    def stop():
+        calls.append(1)
+        if len(calls) > 3:
+            raise Stop()
+    with pytest.raises(Stop):
+        run(run_cca(photos["coffee"], EditRequest("brighter and sharper"), TOOLS, [Generator("g", RB, RB)], RB, RB,
+                    should_stop=stop))
+
+
+def test_bad_inputs_are_explained():
+    with pytest.raises(ValueError, match="needs an instruction"):
+        EditRequest("   ")
+    with pytest.raises(ValueError, match="rounds"):
+        CCASettings(rounds=0)
+    with pytest.raises(ValueError, match="max_attempts"):
+        ClosedLoopSettings(max_attempts=0)
+    with pytest.raises(BrainError, match="no 'dreamer' role"):
+        run(RB.ask(BrainRequest("dreamer", "", "", {})))
+
+
+def test_initial_params_stay_in_range():
+    for spec in TOOLS.specs():
+        if any(p.required for p in spec.params):
+            continue
+        clean, notes = spec.validate(initial_params(spec, f"much less {spec.name} by 500%"))
+        assert all(isinstance(v, (int, float, str, bool, tuple)) for v in clean.values())
