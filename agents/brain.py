@@ -52,6 +52,16 @@ class Brain(Protocol):
     async def ask(self, request: BrainRequest) -> BrainAnswer: ...
 
 
+async def close_brains(*brains: object) -> None:
+    """Release what brains hold (HTTP clients) in the loop that used them; each brain once."""
+    seen: set[int] = set()
+    for brain in brains:
+        close = getattr(brain, "aclose", None)
+        if close is not None and id(brain) not in seen:
+            seen.add(id(brain))
+            await close()
+
+
 def validate(data: Any, schema: dict[str, Any]) -> str | None:
     """None when ``data`` fits ``schema``, else a short readable reason (for a re-ask)."""
     from jsonschema import Draft202012Validator

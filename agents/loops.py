@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tools.spec import ToolRegistry
 from . import roles
-from .brain import Brain
+from .brain import Brain, close_brains
 from .records import Attempt, Candidate, EditRequest, Feedback, HistoryContext, Plan, ToolCall
 from .roles import Where
 from .trace import Trace
@@ -74,6 +74,13 @@ async def run_cca(image: np.ndarray, request: EditRequest, tools: ToolRegistry, 
                   discriminator: Brain, competitor: Brain, settings: CCASettings | None = None,
                   should_stop: Callable[[], None] | None = None,
                   on_round: Callable[[int, int, Candidate], None] | None = None) -> CCAResult:
+    try:
+        return await _run_cca(image, request, tools, generators, discriminator, competitor, settings, should_stop, on_round)
+    finally:
+        await close_brains(*(b for g in generators for b in (g.planner, g.executor)), discriminator, competitor)
+
+
+async def _run_cca(image, request, tools, generators, discriminator, competitor, settings, should_stop, on_round):
     settings = settings or CCASettings()
     if len(generators) < 1:
         raise ValueError("CCA needs at least one generator (the paper uses two)")
@@ -157,6 +164,14 @@ async def run_closed_loop(image: np.ndarray, request: EditRequest, tools: ToolRe
                           should_stop: Callable[[], None] | None = None,
                           on_step: Callable[[int, int, str], None] | None = None) -> ClosedLoopResult:
     """Plan once; per subtask up to tau_it attempts judged by the expert panel and the aggregator."""
+    try:
+        return await _run_closed_loop(image, request, tools, planner, executor, experts, aggregator, settings,
+                                      should_stop, on_step)
+    finally:
+        await close_brains(planner, executor, *experts, aggregator)
+
+
+async def _run_closed_loop(image, request, tools, planner, executor, experts, aggregator, settings, should_stop, on_step):
     settings = settings or ClosedLoopSettings()
     if len(experts) not in (1, len(settings.experts)):
         raise ValueError(f"give one brain for all experts or one per expert ({len(settings.experts)})")

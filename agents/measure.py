@@ -17,11 +17,13 @@ def measure(img: np.ndarray) -> dict[str, float]:
     lum = luminance(small)
     ch, cw = max(1, lum.shape[0] // 5), max(1, lum.shape[1] // 5)
     corners = np.concatenate([lum[:ch, :cw].ravel(), lum[:ch, -cw:].ravel(), lum[-ch:, :cw].ravel(), lum[-ch:, -cw:].ravel()])
+    centre = lum[2 * ch:-2 * ch or None, 2 * cw:-2 * cw or None]
     stats.update({
         "saturation": float((rgb.max(axis=2) - rgb.min(axis=2)).mean()),
         "warmth": float((rgb[..., 0] - rgb[..., 2]).mean()),
         "width": float(w), "height": float(h), "aspect": w / h, "longest_side": float(max(h, w)),
-        "corner_luma": float(corners.mean()) if corners.size else 0.0,
+        # corners relative to the centre: a vignette changes it, a global brightness change does not
+        "corner_ratio": float(corners.mean() / (centre.mean() + 1e-3)) if corners.size and centre.size else 1.0,
     })
     return stats
 
@@ -30,7 +32,7 @@ def measure(img: np.ndarray) -> dict[str, float]:
 METRICS: dict[str, tuple[str, float]] = {
     "mean_luma": ("brightness", 0.02), "rms_contrast": ("contrast", 0.01), "saturation": ("saturation", 0.01),
     "warmth": ("warmth", 0.01), "colour_cast": ("colour cast", 0.01), "sharpness": ("sharpness", 0.005),
-    "noise_sigma": ("noise", 0.0005), "corner_luma": ("corner brightness", 0.01),
+    "noise_sigma": ("noise", 0.0005), "corner_ratio": ("corner-to-centre brightness", 0.02),
 }
 
 

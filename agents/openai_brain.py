@@ -101,13 +101,14 @@ def _is_loopback(url: str) -> bool:
 
 
 def image_data_url(img: np.ndarray, longest_side: int) -> str:
+    """A downscaled JPEG data URL: a few ms per photo (PNG took ~90 ms at 600 px) and what VLMs accept."""
     from PIL import Image
 
     small = to_uint8(resize_longest(img, longest_side))
     arr = small[:, :, 0] if small.shape[2] == 1 else small[:, :, :3] if small.shape[2] == 4 else small
     buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    Image.fromarray(arr).save(buf, format="JPEG", quality=92)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 class OpenAIBrain:
@@ -139,7 +140,7 @@ class OpenAIBrain:
     def _connect(self) -> None:
         """One SDK client and one concurrency gate per event loop (they cannot cross loops)."""
         loop = asyncio.get_running_loop()
-        if self._loop is loop:
+        if self._loop is loop and self._client is not None:
             return
         openai = require("openai")
         key = self._api_key()
@@ -161,6 +162,12 @@ class OpenAIBrain:
                              f"({type(err).__name__})") from None
         self._gate = asyncio.Semaphore(self.config.concurrency)
         self._loop = loop
+
+    async def aclose(self) -> None:
+        """Close the HTTP client inside the event loop that opened it (loops call this when they end)."""
+        client, self._client, self._loop, self._gate = self._client, None, None, None
+        if client is not None:
+            await client.close()
 
     # -- one request with bounded retries ---------------------------------------------
 
@@ -226,8 +233,9 @@ class OpenAIBrain:
         system = (request.system.rstrip() + "\n\nAnswer with one JSON object only, no prose, that fits this JSON schema:\n"
                   + json.dumps(request.schema))
         content: list[dict] = [{"type": "text", "text": request.text}]
-        content += [{"type": "image_url", "image_url": {"url": image_data_url(img, self.config.image_side)}}
-                    for img in request.images]
+        urls = await asyncio.gather(*(asyncio.to_thread(image_data_url, img, self.config.image_side)
+                                      for img in request.images))  # off the event loop: other calls keep flowing
+        content += [{"type": "image_url", "image_url": {"url": url}} for url in urls]
         messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
         problem = ""
         async with self._gate:

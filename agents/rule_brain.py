@@ -37,12 +37,12 @@ INTENTS: dict[str, tuple[str, str, bool]] = {
     "clahe": ("sharpness", "up", False), "saturation": ("saturation", "up", True), "vibrance": ("saturation", "up", True),
     "temperature_tint": ("warmth", "up", True), "white_balance": ("colour_cast", "down", False),
     "sepia": ("warmth", "up", False), "sharpen": ("sharpness", "up", True), "denoise": ("noise_sigma", "down", False),
-    "gaussian_blur": ("sharpness", "down", False), "vignette": ("corner_luma", "down", True),
+    "gaussian_blur": ("sharpness", "down", False), "vignette": ("corner_ratio", "down", True),
 }
 PHRASES = {"mean_luma": ("brighter", "darker"), "rms_contrast": ("higher in contrast", "lower in contrast"),
            "saturation": ("more saturated", "less saturated"), "warmth": ("warmer", "cooler"),
            "colour_cast": ("more tinted", "more neutral in colour"), "sharpness": ("sharper", "softer"),
-           "noise_sigma": ("noisier", "less noisy"), "corner_luma": ("lighter at the corners", "darker at the corners")}
+           "noise_sigma": ("noisier", "less noisy"), "corner_ratio": ("lighter at the corners", "darker at the corners")}
 RESHAPING = {"crop", "crop_aspect", "rotate", "flip", "expand_canvas", "resize"}
 MOODS = {  # mood words -> (tool, params)
     ("warm", "cosy", "cozy", "golden", "sunny", "nostalgic"): ("temperature_tint", {"temperature": 0.3}),
@@ -290,6 +290,8 @@ class RuleBrain:
         previous, feedback = ctx.get("previous"), ctx.get("feedback")
         if previous is not None and feedback is not None and feedback.get("score", 0.0) < ACCEPT:
             params, why = adjust_params(spec, previous, feedback)
+        elif previous is not None and feedback is not None:
+            params, why = dict(previous), "kept: the feedback says these parameters worked"
         else:
             params, why = initial_params(spec, ctx["goal"]), "parameters from the manual's defaults and the goal's wording"
             if self.boldness != 1.0:

@@ -135,7 +135,7 @@ def test_images_are_sent_downscaled(llm, photos):
     llm.reset(Reply({"score": 9}))
     ask(brain(llm, image_side=128), images=[photos["coffee"], photos["camera"]])
     urls = llm.seen[0].images()
-    assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
+    assert len(urls) == 2 and all(u.startswith("data:image/jpeg;base64,") for u in urls)
     sizes = [Image.open(io.BytesIO(base64.b64decode(u.split(",", 1)[1]))).size for u in urls]
     assert sizes == [(128, 85), (128, 128)]
 
