@@ -88,3 +88,13 @@ def test_closed_loop_retries_on_low_scores_with_the_feedback(llm, photos):
     second_executor = [s for s in llm.seen if s.role == "executor"][1]
     assert "not warm enough" in second_executor.user_text()  # the feedback reached the executor
     assert np.isfinite(result.image).all()
+
+
+def test_the_key_never_enters_the_trace(llm, photos, monkeypatch):
+    secret = "sk-never-log-me-7d1e9b3a5c"
+    monkeypatch.setenv("EDIT_AGENTS_TRACE_KEY", secret)
+    llm.reset(responder=respond)
+    b = OpenAIBrain(BrainConfig(provider="custom", base_url=llm.url, model="m", api_key_env="EDIT_AGENTS_TRACE_KEY"))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer and punchier"), TOOLS, b, b, [b], b))
+    assert llm.seen and all(s.headers["Authorization"] == f"Bearer {secret}" for s in llm.seen)
+    assert secret not in result.trace.to_json()

@@ -70,6 +70,8 @@ def test_executor_reflection_reaches_cfg_4_to_8():
         params, why = adjust_params(spec, params, {"score": 3.0, "negative": "the edit is not enough, too weak"})
         seen.append(params["text_cfg"])
     assert seen[0] == 4.0 and 5.0 < seen[1] < 6.0 and seen[2] == pytest.approx(7.0, abs=0.01)  # 1 + 3*2
+    params, _ = adjust_params(spec, params, {"score": 3.0, "negative": "too weak"})
+    assert params["text_cfg"] >= 8.0  # 8 is reached on the third round of "too weak"
     params, _ = adjust_params(spec, {"text_cfg": 8.0}, {"negative": "too strong"})
     assert params["text_cfg"] < 8.0
     params, _ = adjust_params(spec, {"text_cfg": 12.0}, {"negative": "too weak"})
@@ -222,3 +224,22 @@ def test_initial_params_stay_in_range():
             continue
         clean, notes = spec.validate(initial_params(spec, f"much less {spec.name} by 500%"))
         assert all(isinstance(v, (int, float, str, bool, tuple)) for v in clean.values())
+
+
+def test_cca_can_continue_from_the_best_so_far(photos):
+    gens = [Generator("g", RB, RuleBrain(boldness=0.2))]
+    req = EditRequest("brighter")
+    cont = run(run_cca(photos["rocket"], req, TOOLS, gens, RB, RB,
+                       CCASettings(rounds=2, early_stop=False, restart_from_original=False)))
+    fresh = run(run_cca(photos["rocket"], req, TOOLS, gens, RB, RB, CCASettings(rounds=2, early_stop=False)))
+    luma = lambda c: float(c.image.mean())  # noqa: E731
+    # continuing edits the round-0 result again, so round 1 is brighter than a restart from the original
+    assert luma(cont.candidates[1]) > luma(fresh.candidates[1]) + 0.005
+
+
+def test_loop_traces_round_trip_through_json(photos):
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, RB, RB, [RB], RB))
+    back = Trace.from_json(result.trace.to_json())
+    assert back.to_dict() == json.loads(result.trace.to_json())
+    assert {s.role for s in back.steps} >= {"planner", "executor", "expert", "aggregator", "loop"}
+    assert all(s.wall_ms >= 0 for s in back.steps)
