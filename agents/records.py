@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -198,4 +198,4 @@ def to_data(record: Any) -> Any:
 
 
 __all__ = ["Answer", "Attempt", "Candidate", "Critique", "EditRequest", "Feedback", "HistoryContext", "HistoryEntry",
-           "Mode", "Plan", "Question", "Subtask", "ToolCall", "check_chain", "to_data", "asdict"]
+           "Mode", "Plan", "Question", "Subtask", "ToolCall", "check_chain", "to_data"]

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..tools.spec import ToolCallError, ToolRegistry
 from . import schemas
-from .brain import Brain, BrainAnswer, BrainError, BrainRequest
+from .brain import Brain, BrainAnswer, BrainRequest
 from .records import (Candidate, Critique, EditRequest, Feedback, HistoryContext, Plan, Question, Subtask, ToolCall,
-                      check_chain, to_data)
+                      check_chain)
 from .reward import image_statistics
 from .trace import Trace
 
@@ -254,4 +254,4 @@ async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int,
 
 
 __all__ = ["Where", "aggregate", "compete", "critique", "discriminate", "execute", "perceive", "plan", "prompt",
-           "run_chain", "subtask_feedback", "to_data", "BrainError"]
+           "run_chain", "subtask_feedback"]

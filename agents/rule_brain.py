@@ -20,7 +20,7 @@ from .brain import BrainAnswer, BrainError, BrainRequest, validate
 from .measure import check as run_check
 from .measure import measure
 from .perceiver import RulePerceiver
-from .records import EditRequest, Plan, Subtask
+from .records import EditRequest, Plan
 from .reward import ClassicReward, structure_similarity
 
 STEP = math.sqrt(2.0)  # feedback moves a strength by this factor: two "too weak" rounds double it (CFG 4 -> 8)
