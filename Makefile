@@ -3,7 +3,7 @@ PYTHON_BOOT ?= python3
 VENV ?= $(if $(EDIT_AGENTS_VENV),$(EDIT_AGENTS_VENV),.venv)
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo test test-fast docs bench clean
 
 setup:
 	@$(PYTHON_BOOT) scripts/setup.py
@@ -18,6 +18,10 @@ test: setup
 # Unit tests only (no ComfyUI server, no browser).
 test-fast: setup
 	@$(PY) -m pytest -m "not server and not browser" $(PYTEST_ARGS)
+
+# Regenerate the README's tool table from the tool specs.
+docs: setup
+	@$(PY) scripts/gen_docs.py
 
 clean:
 	rm -rf output .pytest_cache .coverage htmlcov test-artifacts

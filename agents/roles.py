@@ -136,12 +136,16 @@ def _subtask_feedback_text(fb: dict[str, Any] | None) -> str:
 
 
 def run_chain(tools: ToolRegistry, chain: list[ToolCall], image: np.ndarray) -> np.ndarray:
-    """Run a validated chain in process; a step reads the input or an earlier step's output."""
+    """Run a validated chain in process; a step edits the input or an earlier step's output, and
+    its mask parameters may read earlier steps (e.g. ground "the dog" -> grow -> blur outside it)."""
     outputs: list[np.ndarray] = []
     for call in chain:
         src = image if call.source == "input" else outputs[int(call.source.split(":")[1])]
-        out, _, _ = tools.call(call.tool, src, call.params)
+        out, _, _ = tools.call(call.tool, src, call.params, refs=outputs)
         outputs.append(out)
+    if chain and tools.get(chain[-1].tool).returns == "mask":
+        raise ToolCallError(f"the chain ends with {chain[-1].tool}, which makes a mask; add a step that uses it "
+                            "(e.g. edit_region with mask='step:N')")
     return outputs[-1] if outputs else image
 
 

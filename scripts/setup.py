@@ -198,12 +198,12 @@ def filtered_requirements(req: Path) -> Path:
 @step("requirements")
 def ensure_requirements() -> str:
     comfy_req = comfyui_dir() / "requirements.txt"
-    own = [ROOT / "requirements.txt", ROOT / "requirements-dev.txt", ROOT / "pyproject.toml"]
+    own = [ROOT / "requirements.txt", ROOT / "requirements-models.txt", ROOT / "requirements-dev.txt", ROOT / "pyproject.toml"]
     digest = file_digest(comfy_req, *own) + str(venv_dir()) + str(comfyui_dir())
     if stamp_ok("requirements", digest) and py_ok("import edit_agents, aiohttp, pytest"):
         return "up to date"
     args = ["-r", str(filtered_requirements(comfy_req)), "-r", str(ROOT / "requirements.txt"),
-            "-r", str(ROOT / "requirements-dev.txt")]
+            "-r", str(ROOT / "requirements-models.txt"), "-r", str(ROOT / "requirements-dev.txt")]
     pip(*args)
     pip("--no-deps", "-e", str(ROOT))  # the `edit-agents` CLI and `import edit_agents`
     write_stamp("requirements", digest)

@@ -16,7 +16,10 @@ def variants(img):
     return {"rgb": img, "gray": gray, "rgba": rgba}
 
 
-@pytest.mark.parametrize("tool", REGISTRY.names())
+IMAGE_TOOLS = [s.name for s in REGISTRY.specs() if s.returns == "image"]
+
+
+@pytest.mark.parametrize("tool", IMAGE_TOOLS)
 def test_every_tool_on_rgb_gray_rgba_and_one_pixel(tool, photos):
     base = photos["coffee"][::4, ::4]
     for kind, img in {**variants(base), "1px": base[:1, :1]}.items():
@@ -104,3 +107,38 @@ def test_large_image(photos):
     big = np.tile(photos["coffee"], (8, 8, 1))  # 3200 x 4800, 15 megapixels
     out, _, _ = REGISTRY.call("contrast", big, {"amount": 0.2})
     assert out.shape == big.shape
+
+
+def test_mask_tools_and_chains_by_reference(photos):
+    from edit_agents.agents.records import ToolCall
+    from edit_agents.agents.roles import run_chain
+    from edit_agents.tools import ToolCallError
+
+    img = photos["astronaut"]
+    box = REGISTRY.call("box_mask", img, {"box": [0.25, 0.25, 0.5, 0.5]})[0]
+    assert box.shape == (512, 512, 1) and box.sum() == 128 * 128
+    grown = REGISTRY.call("mask_grow", box, {"pixels": 4})[0]
+    assert grown.sum() > box.sum() and REGISTRY.call("mask_grow", box, {"pixels": -4})[0].sum() < box.sum()
+    soft = REGISTRY.call("mask_feather", box, {"radius": 5})[0]
+    assert 0 < soft[128 - 3, 200, 0] < 1
+    inv = REGISTRY.call("mask_invert", box, {})[0]
+    assert np.array_equal(inv + box, np.ones_like(box))
+    other = REGISTRY.call("box_mask", img, {"box": [0.4, 0.4, 0.9, 0.9]})[0]
+    union = REGISTRY.call("mask_union", box, {"other": "step:0"}, refs=[other])[0]
+    inter = REGISTRY.call("mask_intersect", box, {"other": "step:0"}, refs=[other])[0]
+    assert union.sum() > box.sum() and 0 < inter.sum() < box.sum()
+    # a chain: mask -> grow it -> blur everything outside it
+    chain = [ToolCall("box_mask", {"box": [0.3, 0.3, 0.7, 0.7]}), ToolCall("mask_grow", {"pixels": 6}, source="step:0"),
+             ToolCall("edit_region", {"mask": "step:1", "effect": "blur"}, source="input")]
+    out = run_chain(REGISTRY, chain, img)
+    assert out.shape == img.shape
+    assert np.abs(out[240:270, 240:270] - img[240:270, 240:270]).max() < 0.02
+    assert np.abs(out[:50, :50] - img[:50, :50]).mean() > 0.01
+    with pytest.raises(ToolCallError, match="ends with mask_grow"):
+        run_chain(REGISTRY, chain[:2], img)
+    with pytest.raises(ToolCallError, match="only 0 earlier step"):
+        REGISTRY.call("edit_region", img, {"mask": "step:0"})
+    with pytest.raises(ToolCallError, match="must reference an earlier step"):
+        REGISTRY.call("edit_region", img, {"mask": "the dog"})
+    with pytest.raises(ToolCallError, match="masks must match"):
+        REGISTRY.call("edit_region", img, {"mask": "step:0"}, refs=[np.ones((10, 10, 1), np.float32)])

@@ -275,7 +275,7 @@ def _region_mask(img, box):
 
 def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, inside=False, mask=None):
     """Blur or desaturate outside (default: the background) or inside a region."""
-    keep = mask if mask is not None else _region_mask(img, box)
+    keep = mask[:, :, 0] if mask is not None and mask.ndim == 3 else mask if mask is not None else _region_mask(img, box)
     if keep.shape[:2] != img.shape[:2]:
         raise ValueError(f"mask is {keep.shape[1]}x{keep.shape[0]} but the image is {img.shape[1]}x{img.shape[0]}")
     feather = _cv2().GaussianBlur(keep.astype(np.float32), (0, 0), sigmaX=max(1.0, max(img.shape[:2]) / 200))
@@ -402,10 +402,11 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              (F("border", "border width as a fraction of the longest side", 0.05, 0.0, 1.0, neutral=None),
               F("value", "border gray level (0 black, 1 white)", 1.0, 0.0, 1.0, neutral=None)),
              expand_canvas, keywords=("border", "frame", "padding", "expand canvas"), output="a larger image"),
-    ToolSpec("edit_region", "Blur or desaturate the background (outside a box) or a region.",
+    ToolSpec("edit_region", "Blur or desaturate the background (outside a box or mask) or a region.",
              "Keeps the subject in the box sharp and blurs/desaturates the rest (inside=false), or edits only the box.",
              (BOX, Param("effect", "enum", "what to do", default="blur", choices=("blur", "desaturate")),
               F("amount", "strength", 0.8, 0.0, 1.0),
-              Param("inside", "bool", "edit inside the box instead of outside", default=False)),
+              Param("inside", "bool", "edit inside the box instead of outside", default=False),
+              Param("mask", "mask", "a mask from an earlier step ('step:N', e.g. from ground); used instead of the box")),
              edit_region, keywords=("blur the background", "background blur", "bokeh", "desaturate the background")),
 )

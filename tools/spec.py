@@ -21,6 +21,15 @@ class ToolCallError(ValueError):
     """A tool call that does not fit its tool's spec; the message says what to change."""
 
 
+@dataclass
+class ToolOutput:
+    """What a tool may return instead of a bare array: notes for the trace and data (boxes, flags)."""
+
+    array: np.ndarray
+    notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -63,6 +72,8 @@ class ToolSpec:
     needs_gpu: bool = False
     input: str = "an RGB(A) or grayscale image"
     output: str = "the edited image, same size unless stated"
+    returns: Literal["image", "mask"] = "image"  # a mask (H x W x 1) feeds a later step's mask parameter
+    needs_runtime: bool = False  # model tools get the registry's ToolRuntime (model store, device, brain)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -71,7 +82,7 @@ class ToolSpec:
         raise KeyError(name)
 
     def defaults(self) -> dict[str, Any]:
-        return {p.name: p.default for p in self.params if not p.required}
+        return {p.name: p.default for p in self.params if not p.required and p.default is not None}
 
     def manual(self) -> str:
         lines = [f"Tool {self.name}: {self.description}", self.purpose,
@@ -146,14 +157,24 @@ def _coerce(tool: str, p: Param, value: Any) -> tuple[Any, str]:
         if x1 <= x0 or y1 <= y0:
             raise ToolCallError(f"{where} must have x0 < x1 and y0 < y1, got {value!r}")
         return (x0, y0, x1, y1), ""
-    return value, ""  # mask / image references are resolved by the runner
+    if p.type in ("mask", "image"):
+        if isinstance(value, str):
+            kind, _, num = value.partition(":")
+            if kind == "step" and num.isdigit():
+                return value, ""
+            raise ToolCallError(f"{where} must reference an earlier step's output as 'step:N', got {value!r}")
+        if isinstance(value, np.ndarray):
+            return value, ""
+        raise ToolCallError(f"{where} must be 'step:N' (an earlier step's output), got {type(value).__name__}")
+    return value, ""
 
 
 class ToolRegistry:
     """The tools an agent may use. Lookup errors name the closest known tools."""
 
-    def __init__(self, specs: Sequence[ToolSpec] = ()):
+    def __init__(self, specs: Sequence[ToolSpec] = (), runtime: Any = None):
         self._specs: dict[str, ToolSpec] = {}
+        self.runtime = runtime  # a ToolRuntime for model tools; None = classic tools only
         for s in specs:
             self.register(s)
 
@@ -187,15 +208,44 @@ class ToolRegistry:
         for n in names:
             self.get(n)  # unknown names fail loudly with suggestions
         picked = [s for s in self._specs.values() if s.name in names or s.category in categories]
-        return ToolRegistry(picked)
+        return ToolRegistry(picked, runtime=self.runtime)
 
     def planner_catalogue(self) -> str:
         """What a planner sees: one line per tool."""
         return "\n".join(f"- {s.name}: {s.description}" for s in self._specs.values())
 
-    def call(self, name: str, image: np.ndarray, params: Mapping[str, Any] | None = None
-             ) -> tuple[np.ndarray, dict[str, Any], list[str]]:
-        """Validate and run one tool call; returns (image, clean params, notes)."""
+    def call(self, name: str, image: np.ndarray, params: Mapping[str, Any] | None = None,
+             refs: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, dict[str, Any], list[str]]:
+        """Validate and run one tool call; returns (output array, clean params, notes).
+
+        ``refs`` are the outputs of earlier steps of the same chain, for "step:N" parameters.
+        """
         spec = self.get(name)
         clean, notes = spec.validate(params)
-        return spec.run(image, **clean), clean, notes
+        args = dict(clean)
+        for p in spec.params:
+            value = args.get(p.name)
+            if isinstance(value, str) and p.type in ("mask", "image"):
+                n = int(value.split(":")[1])
+                if n >= len(refs):
+                    raise ToolCallError(f"{name}.{p.name} reads {value}, but only {len(refs)} earlier step(s) exist")
+                args[p.name] = as_mask(refs[n], image.shape[:2]) if p.type == "mask" else refs[n]
+        if spec.needs_runtime:
+            if self.runtime is None:
+                raise ToolCallError(f"tool {name!r} needs models, but this toolbox has no model runtime")
+            args["runtime"] = self.runtime
+        out = spec.run(image, **args)
+        if isinstance(out, ToolOutput):
+            return out.array, clean, notes + out.notes
+        return out, clean, notes
+
+
+def as_mask(arr: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """An H x W float mask in [0, 1] of the given size from a mask or an image."""
+    m = np.asarray(arr, dtype=np.float32)
+    if m.ndim == 3:
+        m = m[:, :, 0] if m.shape[2] == 1 else m[:, :, :3].mean(axis=2)
+    if m.shape != tuple(size):
+        raise ToolCallError(f"the mask is {m.shape[1]}x{m.shape[0]} but the image is {size[1]}x{size[0]}; "
+                            "masks must match the image they edit")
+    return np.clip(m, 0.0, 1.0)
