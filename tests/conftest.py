@@ -86,3 +86,21 @@ def llm_server():
 def llm(llm_server):
     """The scripted endpoint, emptied for each test."""
     return llm_server.reset()
+
+
+@pytest.fixture(scope="session")
+def model_root(tmp_path_factory):
+    """A models/ folder laid out like ComfyUI's, holding tiny random-weight models built once per session."""
+    from tiny_models import build_grounding_dino, build_sam
+
+    root = tmp_path_factory.mktemp("models")
+    build_grounding_dino(root / "grounding-dino" / "tiny-grounding-dino")
+    build_sam(root / "sams" / "tiny_sam.pth")
+    return root
+
+
+@pytest.fixture()
+def runtime(model_root):
+    from edit_agents.tools.models import ToolRuntime
+
+    return ToolRuntime({kind: [model_root / kind] for kind in ("grounding-dino", "sams", "diffusers")})

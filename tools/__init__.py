@@ -2,12 +2,16 @@
 from .spec import Param, ToolCallError, ToolOutput, ToolRegistry, ToolSpec
 
 
-def default_registry() -> ToolRegistry:
-    """A fresh registry holding every built-in tool (no module-level shared state)."""
+def default_registry(runtime=None) -> ToolRegistry:
+    """A fresh registry holding every built-in tool (no module-level shared state).
+
+    Model tools need a ``runtime`` (a tools.models.ToolRuntime); without one they report so when called.
+    """
     from .classic import CLASSIC_TOOLS
+    from .localise import LOCALISE_TOOLS
     from .masks import MASK_TOOLS
 
-    return ToolRegistry(CLASSIC_TOOLS + MASK_TOOLS)
+    return ToolRegistry(CLASSIC_TOOLS + MASK_TOOLS + LOCALISE_TOOLS, runtime=runtime)
 
 
 __all__ = ["Param", "ToolCallError", "ToolOutput", "ToolRegistry", "ToolSpec", "default_registry"]

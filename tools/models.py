@@ -1,0 +1,92 @@
+"""Model files and loaded models for the model tools (never imports ComfyUI).
+
+A ``ToolRuntime`` knows where model files live (ComfyUI's model folders when running inside
+ComfyUI, explicit folders otherwise), which file the user chose per kind, and keeps each
+loaded model for reuse across calls and loop rounds. Inside ComfyUI a ``manager`` hook wraps
+torch modules in ModelPatcher and loads them through ComfyUI's model management.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+
+class MissingModelError(FileNotFoundError):
+    """A model tool's file is not there; the message names the file, the folder and what to get."""
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    folder: str  # ComfyUI model folder name (models/<folder>/)
+    what: str  # what a valid entry looks like
+    example: str  # a known-good download
+
+
+MODEL_KINDS: dict[str, ModelKind] = {
+    "grounding-dino": ModelKind("grounding-dino", "a folder in transformers layout (config.json, model.safetensors, "
+                                "preprocessor and tokenizer files)", "IDEA-Research/grounding-dino-tiny"),
+    "sams": ModelKind("sams", "a segment-anything checkpoint (.pth)", "sam_vit_b_01ec64.pth from segment-anything"),
+    "diffusers": ModelKind("diffusers", "a folder in diffusers layout (model_index.json, unet/, vae/, text_encoder/, ...)",
+                           "timbrooks/instruct-pix2pix or an SD/SDXL inpainting model"),
+}
+
+
+class DeviceManager(Protocol):
+    def place(self, module: Any) -> Any:
+        """Make ``module`` ready to run and return the torch device it runs on."""
+
+
+class LocalDevice:
+    """Outside ComfyUI: CUDA when present, else the CPU (fp32)."""
+
+    def place(self, module: Any) -> Any:
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        module.to(device)
+        return device
+
+
+class ToolRuntime:
+    def __init__(self, model_dirs: dict[str, list[Path]] | None = None, choices: dict[str, str] | None = None,
+                 manager: DeviceManager | None = None, brain: Any = None):
+        self.model_dirs = {k: [Path(p) for p in v] for k, v in (model_dirs or {}).items()}
+        self.choices = dict(choices or {})  # kind -> file or folder name the user picked
+        self.manager = manager or LocalDevice()
+        self.brain = brain  # for VLM tools (caption, visual questions)
+        self.loads: Counter[str] = Counter()  # how many times each model was loaded (should stay 1)
+        self._models: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def available(self, kind: str) -> list[str]:
+        names: list[str] = []
+        for folder in self.model_dirs.get(kind, []):
+            if folder.is_dir():
+                names += sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        return names
+
+    def path(self, kind: str) -> Path:
+        info = MODEL_KINDS[kind]
+        folders = self.model_dirs.get(kind, [])
+        name = self.choices.get(kind)
+        candidates = [f / name for f in folders] if name else [f / n for f in folders for n in self.available(kind)[:1]]
+        for c in candidates:
+            if c.exists():
+                return c
+        where = ", ".join(str(f) for f in folders) or f"models/{info.folder}/ (no folder registered)"
+        wanted = f"'{name}'" if name else "a model"
+        raise MissingModelError(f"{wanted} for {kind} was not found in {where}. Put {info.what} there, "
+                                f"for example {info.example}.")
+
+    def load(self, kind: str, loader: Callable[[Path], Any]) -> Any:
+        """The loaded model for ``kind``: loaded once, then reused."""
+        path = self.path(kind)
+        key = f"{kind}:{path}"
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = loader(path)
+                self.loads[key] += 1
+            return self._models[key]
