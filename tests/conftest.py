@@ -91,11 +91,15 @@ def llm(llm_server):
 @pytest.fixture(scope="session")
 def model_root(tmp_path_factory):
     """A models/ folder laid out like ComfyUI's, holding tiny random-weight models built once per session."""
-    from tiny_models import build_grounding_dino, build_sam
+    from tiny_models import (build_grounding_dino, build_instruct_pix2pix, build_sam, build_sd_inpaint,
+                             build_sdxl_inpaint)
 
     root = tmp_path_factory.mktemp("models")
     build_grounding_dino(root / "grounding-dino" / "tiny-grounding-dino")
     build_sam(root / "sams" / "tiny_sam.pth")
+    build_instruct_pix2pix(root / "diffusers" / "tiny-instruct-pix2pix")
+    build_sd_inpaint(root / "diffusers" / "tiny-sd-inpaint")
+    build_sdxl_inpaint(root / "diffusers" / "tiny-sdxl-inpaint")
     return root
 
 
@@ -103,4 +107,5 @@ def model_root(tmp_path_factory):
 def runtime(model_root):
     from edit_agents.tools.models import ToolRuntime
 
-    return ToolRuntime({kind: [model_root / kind] for kind in ("grounding-dino", "sams", "diffusers")})
+    return ToolRuntime({folder: [model_root / folder] for folder in ("grounding-dino", "sams", "diffusers")},
+                       choices={"instruct-pix2pix": "tiny-instruct-pix2pix", "inpaint": "tiny-sd-inpaint"})

@@ -55,3 +55,92 @@ def build_sam(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(sam.state_dict(), path)
     return path
+
+
+def _clip_tokenizer_files(folder: Path) -> None:
+    """A byte-level BPE vocabulary with no merges: every byte is a token (CLIPTokenizer loads it offline)."""
+    import json
+
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    chars = [chr(c) for c in cs]
+    vocab = {"<|startoftext|>": 0, "!": 1, "<|endoftext|>": 2}
+    for ch in chars + [c + "</w>" for c in chars]:
+        vocab.setdefault(ch, len(vocab))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+
+
+def _tiny_sd_parts(in_channels: int, folder: Path):
+    from diffusers import AutoencoderKL, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(block_out_channels=(16, 32), layers_per_block=1, sample_size=8, in_channels=in_channels,
+                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32,
+                                attention_head_dim=4, norm_num_groups=8)
+    vae = AutoencoderKL(block_out_channels=[16, 32], in_channels=3, out_channels=3,
+                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
+                        latent_channels=4, norm_num_groups=8)
+    _clip_tokenizer_files(folder / "_tok")
+    tokenizer = CLIPTokenizer.from_pretrained(folder / "_tok", model_max_length=77)
+    text = CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32, intermediate_size=37,
+                                        num_attention_heads=4, num_hidden_layers=2, vocab_size=len(tokenizer),
+                                        max_position_embeddings=77))
+    return unet, vae, text, tokenizer
+
+
+def build_instruct_pix2pix(folder: Path) -> Path:
+    from diffusers import EulerAncestralDiscreteScheduler, StableDiffusionInstructPix2PixPipeline
+
+    unet, vae, text, tok = _tiny_sd_parts(8, folder)
+    pipe = StableDiffusionInstructPix2PixPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet,
+                                                  scheduler=EulerAncestralDiscreteScheduler(), safety_checker=None,
+                                                  feature_extractor=None, requires_safety_checker=False)
+    pipe.save_pretrained(folder)
+    return folder
+
+
+def build_sd_inpaint(folder: Path) -> Path:
+    from diffusers import PNDMScheduler, StableDiffusionInpaintPipeline
+
+    unet, vae, text, tok = _tiny_sd_parts(9, folder)
+    pipe = StableDiffusionInpaintPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet,
+                                          scheduler=PNDMScheduler(skip_prk_steps=True), safety_checker=None,
+                                          feature_extractor=None, requires_safety_checker=False)
+    pipe.save_pretrained(folder)
+    return folder
+
+
+def build_sdxl_inpaint(folder: Path) -> Path:
+    from diffusers import AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLInpaintPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
+
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(block_out_channels=(16, 32), layers_per_block=1, sample_size=8, in_channels=9,
+                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), attention_head_dim=(2, 4),
+                                use_linear_projection=True, addition_embed_type="text_time", addition_time_embed_dim=8,
+                                transformer_layers_per_block=(1, 1), projection_class_embeddings_input_dim=80,
+                                cross_attention_dim=64, norm_num_groups=8)
+    vae = AutoencoderKL(block_out_channels=[16, 32], in_channels=3, out_channels=3,
+                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
+                        latent_channels=4, norm_num_groups=8)
+    _clip_tokenizer_files(folder / "_tok")
+    tok = CLIPTokenizer.from_pretrained(folder / "_tok", model_max_length=77)
+    cfg = dict(bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32, intermediate_size=37, num_attention_heads=4,
+               num_hidden_layers=2, vocab_size=len(tok), max_position_embeddings=77, projection_dim=32)
+    pipe = StableDiffusionXLInpaintPipeline(vae=vae, text_encoder=CLIPTextModel(CLIPTextConfig(**cfg)),
+                                            text_encoder_2=CLIPTextModelWithProjection(CLIPTextConfig(**cfg)),
+                                            tokenizer=tok, tokenizer_2=tok, unet=unet, scheduler=EulerDiscreteScheduler(),
+                                            requires_aesthetics_score=False)
+    pipe.save_pretrained(folder)
+    return folder

@@ -8,10 +8,11 @@ def default_registry(runtime=None) -> ToolRegistry:
     Model tools need a ``runtime`` (a tools.models.ToolRuntime); without one they report so when called.
     """
     from .classic import CLASSIC_TOOLS
+    from .generative import GENERATIVE_TOOLS
     from .localise import LOCALISE_TOOLS
     from .masks import MASK_TOOLS
 
-    return ToolRegistry(CLASSIC_TOOLS + MASK_TOOLS + LOCALISE_TOOLS, runtime=runtime)
+    return ToolRegistry(CLASSIC_TOOLS + MASK_TOOLS + LOCALISE_TOOLS + GENERATIVE_TOOLS, runtime=runtime)
 
 
 __all__ = ["Param", "ToolCallError", "ToolOutput", "ToolRegistry", "ToolSpec", "default_registry"]

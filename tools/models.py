@@ -29,8 +29,11 @@ MODEL_KINDS: dict[str, ModelKind] = {
     "grounding-dino": ModelKind("grounding-dino", "a folder in transformers layout (config.json, model.safetensors, "
                                 "preprocessor and tokenizer files)", "IDEA-Research/grounding-dino-tiny"),
     "sams": ModelKind("sams", "a segment-anything checkpoint (.pth)", "sam_vit_b_01ec64.pth from segment-anything"),
-    "diffusers": ModelKind("diffusers", "a folder in diffusers layout (model_index.json, unet/, vae/, text_encoder/, ...)",
-                           "timbrooks/instruct-pix2pix or an SD/SDXL inpainting model"),
+    "instruct-pix2pix": ModelKind("diffusers", "an InstructPix2Pix pipeline folder in diffusers layout (model_index.json, "
+                                  "unet/, vae/, text_encoder/, tokenizer/, scheduler/)", "timbrooks/instruct-pix2pix"),
+    "inpaint": ModelKind("diffusers", "an SD or SDXL inpainting pipeline folder in diffusers layout",
+                         "stable-diffusion-v1-5/stable-diffusion-inpainting or "
+                         "diffusers/stable-diffusion-xl-1.0-inpainting-0.1"),
 }
 
 
@@ -53,6 +56,7 @@ class LocalDevice:
 class ToolRuntime:
     def __init__(self, model_dirs: dict[str, list[Path]] | None = None, choices: dict[str, str] | None = None,
                  manager: DeviceManager | None = None, brain: Any = None):
+        # folder name (grounding-dino, sams, diffusers) -> where to look
         self.model_dirs = {k: [Path(p) for p in v] for k, v in (model_dirs or {}).items()}
         self.choices = dict(choices or {})  # kind -> file or folder name the user picked
         self.manager = manager or LocalDevice()
@@ -61,16 +65,20 @@ class ToolRuntime:
         self._models: dict[str, Any] = {}
         self._lock = threading.Lock()
 
+    def folders(self, kind: str) -> list[Path]:
+        """The folders holding models of ``kind`` (keyed by ComfyUI's model folder name)."""
+        return self.model_dirs.get(MODEL_KINDS[kind].folder, [])
+
     def available(self, kind: str) -> list[str]:
         names: list[str] = []
-        for folder in self.model_dirs.get(kind, []):
+        for folder in self.folders(kind):
             if folder.is_dir():
                 names += sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         return names
 
     def path(self, kind: str) -> Path:
         info = MODEL_KINDS[kind]
-        folders = self.model_dirs.get(kind, [])
+        folders = self.folders(kind)
         name = self.choices.get(kind)
         candidates = [f / name for f in folders] if name else [f / n for f in folders for n in self.available(kind)[:1]]
         for c in candidates:

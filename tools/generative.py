@@ -1,0 +1,130 @@
+"""Generative editors through diffusers: InstructPix2Pix, and SD / SDXL inpainting.
+
+Pipelines load offline from ComfyUI's models/diffusers/<name>/ (diffusers layout), once per
+runtime. Each torch component is placed by the runtime's device manager (ComfyUI's model
+management inside ComfyUI); fp32 on the CPU.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .backends import require
+from .imageops import split_alpha, join_alpha, to_rgb, to_uint8
+from .spec import Param, ToolOutput, ToolSpec
+
+
+def load_pipeline(path: Path) -> Any:
+    diffusers = require("diffusers")
+    if not (path / "model_index.json").exists():
+        raise ValueError(f"{path} is not a diffusers pipeline folder (no model_index.json)")
+    pipe = diffusers.DiffusionPipeline.from_pretrained(path, local_files_only=True, low_cpu_mem_usage=False)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def _place(runtime, pipe) -> Any:
+    import torch
+
+    device = None
+    for component in pipe.components.values():
+        if isinstance(component, torch.nn.Module):
+            device = runtime.manager.place(component)
+    return device
+
+
+def _generator(seed: int, device) -> Any:
+    import torch
+
+    return torch.Generator(device="cpu").manual_seed(int(seed))
+
+
+def _to_pil(img: np.ndarray):
+    from PIL import Image
+
+    return Image.fromarray(to_uint8(to_rgb(img)))
+
+
+def _from_pil(pil, like: np.ndarray) -> np.ndarray:
+    from PIL import Image
+
+    h, w = like.shape[:2]
+    out = np.asarray(pil.convert("RGB").resize((w, h), Image.LANCZOS), np.float32) / 255.0
+    if like.shape[2] == 1:
+        out = out.mean(axis=2, keepdims=True)
+    return out
+
+
+def _size_multiple(img: np.ndarray, side: int) -> tuple[int, int]:
+    """Work size: longest side ``side``, both sides multiples of 8 (what the UNet needs)."""
+    h, w = img.shape[:2]
+    scale = side / max(h, w)
+    return max(8, int(round(w * scale / 8)) * 8), max(8, int(round(h * scale / 8)) * 8)
+
+
+def instruct_pix2pix(img, prompt="", text_guidance=7.5, image_guidance=1.5, steps=20, seed=0, work_side=512, runtime=None):
+    pipe = runtime.load("instruct-pix2pix", load_pipeline)
+    device = _place(runtime, pipe)
+    color, alpha = split_alpha(img)
+    w, h = _size_multiple(color, work_side)
+    result = pipe(prompt=prompt, image=_to_pil(color).resize((w, h)), guidance_scale=text_guidance,
+                  image_guidance_scale=image_guidance, num_inference_steps=int(steps),
+                  generator=_generator(seed, device)).images[0]
+    return ToolOutput(join_alpha(_from_pil(result, color), alpha), [f"InstructPix2Pix '{prompt}' at {w}x{h}"])
+
+
+def inpaint(img, prompt="", mask=None, negative_prompt="", strength=0.99, guidance=7.5, steps=25, seed=0,
+            work_side=512, runtime=None):
+    from PIL import Image
+
+    if mask is None:
+        raise ValueError("inpaint needs a mask: pass mask='step:N' from ground, segment_box or box_mask")
+    pipe = runtime.load("inpaint", load_pipeline)
+    device = _place(runtime, pipe)
+    color, alpha = split_alpha(img)
+    m = mask[:, :, 0] if mask.ndim == 3 else mask
+    if m.max() <= 0:
+        return ToolOutput(img, ["inpaint skipped: the mask is empty, so there is nothing to repaint"])
+    w, h = _size_multiple(color, work_side)
+    mask_pil = Image.fromarray((np.clip(m, 0, 1) * 255).astype(np.uint8)).resize((w, h))
+    result = pipe(prompt=prompt, negative_prompt=negative_prompt or None, image=_to_pil(color).resize((w, h)),
+                  mask_image=mask_pil, strength=strength, guidance_scale=guidance, num_inference_steps=int(steps),
+                  generator=_generator(seed, device), height=h, width=w).images[0]
+    painted = _from_pil(result, color)
+    keep = (1.0 - np.clip(m, 0, 1))[:, :, None]
+    return ToolOutput(join_alpha(color * keep + painted * (1.0 - keep), alpha),  # pixels outside the mask stay exact
+                      [f"inpainted '{prompt}' at {w}x{h}"])
+
+
+SEED = Param("seed", "int", "random seed (same seed, same result)", default=0, minimum=0, maximum=2**31 - 1)
+STEPS = Param("steps", "int", "denoising steps (more = slower, finer)", default=20, minimum=1, maximum=150)
+SIDE = Param("work_side", "int", "longest side the model works at; the result is resized back", default=512,
+             minimum=64, maximum=2048)
+GEN = dict(category="generative", speed="slow", needs_model=True, needs_gpu=True, needs_runtime=True)
+
+GENERATIVE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("instruct_pix2pix", "Edit the photo by a written instruction (e.g. 'make it winter').",
+             "InstructPix2Pix follows an instruction. text_guidance controls how strongly it follows the words "
+             "(raise it when the edit is too weak, e.g. 4 -> 8); image_guidance how closely it keeps the input.",
+             (Param("prompt", "string", "the edit instruction", required=True),
+              Param("text_guidance", "float", "how strongly to follow the instruction", default=7.5, minimum=1.0,
+                    maximum=20.0, neutral=1.0, effect="Higher = stronger edit."),
+              Param("image_guidance", "float", "how closely to keep the input image", default=1.5, minimum=1.0,
+                    maximum=5.0, effect="Higher = closer to the input."),
+              STEPS, SEED, SIDE),
+             instruct_pix2pix, keywords=("turn it into", "make it look like", "change the season", "instruct"), **GEN),
+    ToolSpec("inpaint", "Repaint a masked region from a text prompt (remove or replace things).",
+             "Stable Diffusion (or SDXL) inpainting repaints only where the mask is white; pixels outside stay exact. "
+             "Get the mask from ground ('the dog'), segment_box or box_mask and pass it as mask='step:N'.",
+             (Param("prompt", "string", "what should appear in the masked region", required=True),
+              Param("mask", "mask", "where to repaint: 'step:N' from a mask tool", required=True),
+              Param("negative_prompt", "string", "what to avoid", default=""),
+              Param("strength", "float", "how much to change the masked region", default=0.99, minimum=0.05, maximum=1.0,
+                    neutral=0.0),
+              Param("guidance", "float", "how strongly to follow the prompt", default=7.5, minimum=1.0, maximum=20.0,
+                    neutral=1.0),
+              STEPS, SEED, SIDE),
+             inpaint, keywords=("remove", "replace", "inpaint", "erase", "add a", "put a"), **GEN),
+)
