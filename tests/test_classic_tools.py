@@ -16,7 +16,7 @@ def variants(img):
     return {"rgb": img, "gray": gray, "rgba": rgba}
 
 
-IMAGE_TOOLS = [s.name for s in REGISTRY.specs() if s.returns == "image"]
+IMAGE_TOOLS = [s.name for s in REGISTRY.specs() if s.category == "classic"]
 
 
 @pytest.mark.parametrize("tool", IMAGE_TOOLS)
