@@ -1,0 +1,79 @@
+"""VLM tools through a brain: caption a photo, answer a question about it.
+
+They return the image unchanged and put the text in the notes and data, so a chain or a
+critic can read it. They need a vision-capable brain (the runtime's); the offline rule
+brain cannot see, and says so.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from .spec import Param, ToolOutput, ToolSpec
+
+CAPTION_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["caption"],
+                  "properties": {"caption": {"type": "string", "maxLength": 2000}}}
+ANSWER_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["answer"],
+                 "properties": {"answer": {"type": "string", "maxLength": 2000},
+                                "explanation": {"type": "string", "maxLength": 2000}}}
+
+
+def _ask(runtime, role: str, system: str, text: str, schema: dict, img) -> dict[str, Any]:
+    from ..agents.brain import BrainRequest, close_brains
+
+    brain = runtime.brain if runtime is not None else None
+    if brain is None or getattr(brain, "name", "").startswith("rule"):
+        raise ValueError(f"the {role} tool needs a vision-language brain: connect a Brain node with a VLM "
+                         "(e.g. Qwen-VL, GPT-4o, LLaVA on Ollama); the offline rule brain cannot see")
+
+    async def go():
+        try:
+            return (await brain.ask(BrainRequest(role=role, system=system, text=text, schema=schema, images=[img]))).data
+        finally:
+            await close_brains(brain)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(go())
+    box: dict[str, Any] = {}  # called from inside an event loop: run the call on its own loop in a thread
+
+    def worker():
+        try:
+            box["data"] = asyncio.run(go())
+        except BaseException as err:  # handed back to the caller below
+            box["error"] = err
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["data"]
+
+
+def caption(img, detail="short", runtime=None):
+    data = _ask(runtime, "caption", "You describe photos for an image-editing agent: the subject, the scene, the light "
+                "and the colours, plainly and accurately.", f"Describe this photo ({detail}).", CAPTION_SCHEMA, img)
+    return ToolOutput(img, [f"caption: {data['caption']}"], {"caption": data["caption"]})
+
+
+def ask_image(img, question="", runtime=None):
+    data = _ask(runtime, "visual question", "You answer questions about a photo truthfully; say 'unknown' when you "
+                "cannot tell.", question, ANSWER_SCHEMA, img)
+    return ToolOutput(img, [f"Q: {question} A: {data['answer']}"], data)
+
+
+VLM = dict(category="vlm", speed="slow", needs_model=True, needs_runtime=True,
+           output="the image unchanged; the text goes to the trace")
+
+VLM_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("caption", "Describe the photo in words (needs a vision brain).",
+             "Asks the vision-language brain for a caption: what the photo shows, its light and colours.",
+             (Param("detail", "enum", "how much detail", default="short", choices=("short", "detailed")),),
+             caption, keywords=("describe", "caption"), **VLM),
+    ToolSpec("ask_image", "Ask a question about the photo (needs a vision brain).",
+             "Visual question answering: e.g. 'Is there a dog?' or 'What colour is the sky?'.",
+             (Param("question", "string", "the question", required=True),),
+             ask_image, keywords=("question about",), **VLM),
+)
