@@ -114,7 +114,7 @@ def build_sd_inpaint(folder: Path) -> Path:
 
     unet, vae, text, tok = _tiny_sd_parts(9, folder)
     pipe = StableDiffusionInpaintPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet,
-                                          scheduler=PNDMScheduler(skip_prk_steps=True), safety_checker=None,
+                                          scheduler=PNDMScheduler(skip_prk_steps=True, steps_offset=1), safety_checker=None,
                                           feature_extractor=None, requires_safety_checker=False)
     pipe.save_pretrained(folder)
     return folder
