@@ -123,9 +123,8 @@ class ComfyClient:
                     raise ExecutionFailed(data)
                 if event["type"] == "execution_interrupted":
                     raise RuntimeError(f"prompt {prompt_id} was interrupted")
+                # "executing" with node None comes after ComfyUI has written /history ("execution_success" before)
                 if event["type"] == "executing" and data.get("node") is None and data.get("prompt_id") == prompt_id:
-                    break
-                if event["type"] == "execution_success":
                     break
         history = await self.get_json(f"/history/{prompt_id}")
         return Result(prompt_id, history.get(prompt_id, {}).get("outputs", {}), events)

@@ -9,7 +9,7 @@ from comfy_api.latest import ComfyExtension, io
 from ..tools.backends import missing
 
 LOG = logging.getLogger("edit_agents")
-NODE_MODULES = ("toolbox", "reward", "photoagent", "trace_view")
+NODE_MODULES = ("toolbox", "apply_tools", "reward", "photoagent", "trace_view")
 
 
 def load_nodes() -> list[type[io.ComfyNode]]:
@@ -29,4 +29,7 @@ def load_nodes() -> list[type[io.ComfyNode]]:
 
 class EditAgentsExtension(ComfyExtension):
     async def get_node_list(self) -> list[type[io.ComfyNode]]:
+        from .runtime import register_model_folders
+
+        register_model_folders()
         return load_nodes()

@@ -1,44 +1,68 @@
-"""Toolbox node: which tools an agent may use."""
+"""Toolbox node: which tools an agent may use, and which models the model tools use."""
 from __future__ import annotations
 
 from comfy_api.latest import io
 
 from ..tools import ToolCallError, default_registry
-from .types import CATEGORY, TOOLBOX
+from .runtime import comfy_runtime, model_choices
+from .types import BRAIN, CATEGORY, TOOLBOX
+
+CATEGORIES = ["classic", "classic + localise", "classic + localise + generative", "all"]
+MODEL_INPUTS = {  # widget -> (model kind, tooltip)
+    "grounding_dino": ("grounding-dino", "GroundingDINO model folder in models/grounding-dino/ (transformers layout), for 'ground'."),
+    "sam": ("sams", "segment-anything checkpoint in models/sams/, for 'ground' and 'segment_box'."),
+    "instruct_pix2pix": ("instruct-pix2pix", "InstructPix2Pix pipeline folder in models/diffusers/."),
+    "inpaint": ("inpaint", "SD or SDXL inpainting pipeline folder in models/diffusers/."),
+}
 
 
 def _names(text: str) -> list[str]:
     return [n.strip() for n in text.replace("\n", ",").split(",") if n.strip()]
 
 
+def _categories(choice: str) -> list[str]:
+    if choice == "all":
+        return ["classic", "localise", "generative", "vlm", "graph"]
+    return [c.strip() for c in choice.split("+")]
+
+
 class Toolbox(io.ComfyNode):
     @classmethod
     def define_schema(cls):
+        models = [io.Combo.Input(name, options=model_choices(kind), default=model_choices(kind)[0], tooltip=tip)
+                  for name, (kind, tip) in MODEL_INPUTS.items()]
         return io.Schema(
             node_id="EditAgentsToolbox",
             display_name="Toolbox",
             category=CATEGORY,
-            description="Chooses which tools an agent may use. Agents can only call tools in their toolbox.",
+            description="Chooses which tools an agent may use (agents can only call tools in their toolbox) and which "
+                        "model files the model tools load. Models load once and are managed by ComfyUI.",
             inputs=[
-                io.Combo.Input("category", options=["classic", "all"], default="classic",
-                               tooltip="Tool family: 'classic' = exact, fast PIL/OpenCV edits that need no model; 'all' = every installed tool."),
+                io.Combo.Input("category", options=CATEGORIES, default="classic",
+                               tooltip="Tool families: classic = exact PIL/OpenCV edits (no model); localise = masks from text "
+                                       "or boxes (GroundingDINO, SAM); generative = diffusion editors; all adds VLM tools."),
                 io.String.Input("only", default="", multiline=False,
-                                tooltip="Comma-separated tool names to allow (empty = every tool of the category), e.g. 'exposure, contrast'."),
+                                tooltip="Comma-separated tool names to allow (empty = every tool of the categories), e.g. 'exposure, contrast'."),
                 io.String.Input("exclude", default="", multiline=False,
                                 tooltip="Comma-separated tool names to forbid, e.g. 'crop, rotate'."),
+                *models,
+                BRAIN.Input("vision_brain", optional=True, tooltip="A vision-language brain for the caption and ask_image tools."),
             ],
             outputs=[TOOLBOX.Output(display_name="toolbox", tooltip="The allowed tools, for an agent or loop node.")],
         )
 
     @classmethod
-    def execute(cls, category: str, only: str, exclude: str) -> io.NodeOutput:
-        registry = default_registry()
+    def execute(cls, category: str, only: str, exclude: str, grounding_dino: str, sam: str, instruct_pix2pix: str,
+                inpaint: str, vision_brain=None) -> io.NodeOutput:
+        runtime = comfy_runtime({"grounding-dino": grounding_dino, "sams": sam, "instruct-pix2pix": instruct_pix2pix,
+                                 "inpaint": inpaint}, brain=vision_brain)
+        registry = default_registry(runtime)
         try:
             for name in _names(only) + _names(exclude):
                 registry.get(name)  # unknown names: an error with the closest tool names
         except ToolCallError as err:
             raise ValueError(f"Toolbox: {err}") from None
-        chosen = registry.subset(categories=[category]) if category != "all" else registry
+        chosen = registry.subset(categories=_categories(category))
         if _names(only):
             chosen = chosen.subset(names=[n for n in _names(only) if n in chosen])
         dropped = set(_names(exclude))

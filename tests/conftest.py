@@ -29,10 +29,14 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(scope="session")
-def comfy_server(tmp_path_factory):
-    """A real ComfyUI on a free loopback port, with temp input/output/user folders, CPU only."""
+def comfy_server(tmp_path_factory, model_root):
+    """A real ComfyUI on a free loopback port, with temp input/output/user folders, CPU only, and the
+    tiny test models in its model folders (through an extra-model-paths file, as users add folders)."""
     base = tmp_path_factory.mktemp("comfy")
-    server = LocalServer(base_dir=base)
+    extra = base / "extra_model_paths.yaml"
+    extra.write_text(f"edit_agents_tests:\n    base_path: {model_root}\n    grounding-dino: grounding-dino\n"
+                     f"    sams: sams\n    diffusers: diffusers\n    checkpoints: checkpoints\n")
+    server = LocalServer(base_dir=base, extra_args=("--extra-model-paths-config", str(extra)))
     server.start()
     yield server
     server.stop()

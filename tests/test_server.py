@@ -11,7 +11,7 @@ from edit_agents.cli.client import ExecutionFailed, PromptRejected
 from edit_agents.cli.workflow import set_image, ui_to_api
 from helpers import WORKFLOWS, load_json
 
-PACK_NODE_IDS = {"EditAgentsToolbox", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
+PACK_NODE_IDS = {"EditAgentsToolbox", "EditAgentsApplyTools", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
 NEEDS_NO_WEIGHTS = {"photoagent_offline.json"}
 
 
@@ -88,3 +88,52 @@ def test_execution_error_names_the_node_and_server_keeps_serving(comfy, object_i
     assert "unknown tool 'exposur'" in str(err.value) and "closest: exposure" in str(err.value)
     prompt[toolbox]["inputs"]["only"] = "exposure, contrast"
     assert comfy.call("run", prompt).outputs
+
+
+def _apply_prompt(image_name: str, chain: list, category: str = "classic + localise + generative", **models) -> dict:
+    choice = {"grounding_dino": "tiny-grounding-dino", "sam": "tiny_sam.pth",
+              "instruct_pix2pix": "tiny-instruct-pix2pix", "inpaint": "tiny-sd-inpaint", **models}
+    return {
+        "1": {"class_type": "LoadImage", "inputs": {"image": image_name}},
+        "2": {"class_type": "EditAgentsToolbox", "inputs": {"category": category, "only": "", "exclude": "", **choice}},
+        "3": {"class_type": "EditAgentsApplyTools", "inputs": {"image": ["1", 0], "chain": json.dumps(chain), "toolbox": ["2", 0]}},
+        "4": {"class_type": "SaveImage", "inputs": {"images": ["3", 0], "filename_prefix": "apply"}},
+        "5": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["3", 2]}},
+    }
+
+
+def test_toolbox_lists_model_files_from_the_model_folders(object_info):
+    inputs = object_info["EditAgentsToolbox"]["input"]["required"]
+    options = {name: spec[1]["options"] for name, spec in inputs.items() if spec[0] == "COMBO"}
+    assert "tiny-grounding-dino" in options["grounding_dino"] and "tiny_sam.pth" in options["sam"]
+    assert {"tiny-instruct-pix2pix", "tiny-sd-inpaint", "tiny-sdxl-inpaint"} <= set(options["inpaint"])
+
+
+def test_model_tools_run_in_comfyui_and_load_once(comfy, comfy_server, photos):
+    Image.fromarray((photos["chelsea"] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "cat.png")
+    chain = [{"tool": "ground", "params": {"text": "the cat", "box_threshold": 0.3}},
+             {"tool": "inpaint", "params": {"prompt": "a dog", "mask": "step:0", "steps": 2, "work_side": 64}},
+             {"tool": "instruct_pix2pix", "params": {"prompt": "winter", "steps": 2, "work_side": 64}, "source": "step:1"},
+             {"tool": "instruct_pix2pix", "params": {"prompt": "snow", "steps": 2, "work_side": 64}, "source": "step:2"},
+             {"tool": "ground", "params": {"text": "the cat", "box_threshold": 0.3}, "source": "step:3"}]
+    result = comfy.call("run", _apply_prompt("cat.png", chain))
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    loads = trace["summary"]["model_loads"]
+    assert len(loads) == 4 and set(loads.values()) == {1}  # GroundingDINO, SAM, inpaint, ip2p: each loaded once
+    assert [s["inputs"]["tool"] for s in trace["steps"]] == [c["tool"] for c in chain]
+    saved = next(img for o in result.outputs.values() for img in o.get("images", []) if img["type"] == "output")
+    out = np.asarray(Image.open(comfy_server.dirs()["output"] / saved["subfolder"] / saved["filename"]))
+    assert out.shape == (300, 451, 3)
+
+
+def test_apply_tools_rejects_bad_chains_clearly(comfy, comfy_server):
+    Image.new("RGB", (40, 30), (90, 90, 90)).save(comfy_server.dirs()["input"] / "g.png")
+    for chain, needle in (("not json", "the chain is not valid"),
+                          ([{"tool": "exposure"}, {"tool": "contrast", "source": "step:5"}], "step:N"),
+                          ([{"tool": "ground", "params": {"text": "x"}}], "not allowed|unknown tool 'ground'")):
+        prompt = _apply_prompt("g.png", [], category="classic")
+        prompt["3"]["inputs"]["chain"] = chain if isinstance(chain, str) else json.dumps(chain)
+        with pytest.raises(ExecutionFailed) as err:
+            comfy.call("run", prompt)
+        import re
+        assert re.search(needle, str(err.value)), str(err.value)

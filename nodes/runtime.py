@@ -1,0 +1,62 @@
+"""The model runtime inside ComfyUI: ComfyUI's model folders and ComfyUI's model management."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..tools.models import MODEL_KINDS, ToolRuntime
+
+OUR_FOLDERS = ("grounding-dino", "sams")  # "diffusers" is ComfyUI's own folder
+FIRST_AVAILABLE = "(first available)"
+
+
+def register_model_folders() -> None:
+    """models/grounding-dino and models/sams next to ComfyUI's own folders (idempotent)."""
+    import folder_paths
+
+    for name in OUR_FOLDERS:
+        folder_paths.add_model_folder_path(name, os.path.join(folder_paths.models_dir, name), is_default=True)
+
+
+def model_dirs() -> dict[str, list[Path]]:
+    import folder_paths
+
+    register_model_folders()
+    folders = {k.folder for k in MODEL_KINDS.values()}
+    return {f: [Path(p) for p in folder_paths.get_folder_paths(f)] for f in folders}
+
+
+def model_choices(kind: str) -> list[str]:
+    """What a Toolbox combo lists for ``kind``: the entries in its model folders."""
+    return [FIRST_AVAILABLE] + ToolRuntime(model_dirs()).available(kind)
+
+
+class ComfyDeviceManager:
+    """Wraps each torch module in a ModelPatcher and loads it through ComfyUI's model management,
+    so ComfyUI offloads and frees it like its own models."""
+
+    def __init__(self):
+        self._patchers: dict[int, object] = {}
+
+    def place(self, module):
+        import comfy.model_management as mm
+        import comfy.model_patcher
+
+        import torch
+
+        patcher = self._patchers.get(id(module))
+        if patcher is None:
+            # ModelPatcher sets attributes (device, ...) on what it wraps; HF models make some read-only,
+            # so it wraps a plain holder module instead, and moving the holder moves the model.
+            holder = torch.nn.Module()
+            holder.model = module
+            patcher = comfy.model_patcher.ModelPatcher(holder, load_device=mm.get_torch_device(),
+                                                       offload_device=mm.unet_offload_device())
+            self._patchers[id(module)] = patcher
+        mm.load_models_gpu([patcher])
+        return patcher.load_device
+
+
+def comfy_runtime(choices: dict[str, str], brain=None) -> ToolRuntime:
+    picked = {k: v for k, v in choices.items() if v and v != FIRST_AVAILABLE}
+    return ToolRuntime(model_dirs(), picked, manager=ComfyDeviceManager(), brain=brain)
