@@ -57,6 +57,6 @@ class ComfyDeviceManager:
         return patcher.load_device
 
 
-def comfy_runtime(choices: dict[str, str], brain=None) -> ToolRuntime:
+def comfy_runtime(choices: dict[str, str], brain=None, extras: dict | None = None) -> ToolRuntime:
     picked = {k: v for k, v in choices.items() if v and v != FIRST_AVAILABLE}
-    return ToolRuntime(model_dirs(), picked, manager=ComfyDeviceManager(), brain=brain)
+    return ToolRuntime(model_dirs(), picked, manager=ComfyDeviceManager(), brain=brain, extras=extras)

@@ -47,16 +47,30 @@ class Toolbox(io.ComfyNode):
                                 tooltip="Comma-separated tool names to forbid, e.g. 'crop, rotate'."),
                 *models,
                 BRAIN.Input("vision_brain", optional=True, tooltip="A vision-language brain for the caption and ask_image tools."),
+                io.Model.Input("model", optional=True, tooltip="Your checkpoint's MODEL: with CLIP and VAE it enables "
+                               "comfy_img2img, comfy_inpaint and comfy_instruct_pix2pix on your own models."),
+                io.Clip.Input("clip", optional=True, tooltip="Your checkpoint's CLIP (text encoder)."),
+                io.Vae.Input("vae", optional=True, tooltip="Your checkpoint's VAE."),
             ],
             outputs=[TOOLBOX.Output(display_name="toolbox", tooltip="The allowed tools, for an agent or loop node.")],
         )
 
     @classmethod
     def execute(cls, category: str, only: str, exclude: str, grounding_dino: str, sam: str, instruct_pix2pix: str,
-                inpaint: str, vision_brain=None) -> io.NodeOutput:
+                inpaint: str, vision_brain=None, model=None, clip=None, vae=None) -> io.NodeOutput:
+        from .comfy_tools import COMFY_TOOLS
+
+        hosted = {"model": model, "clip": clip, "vae": vae}
+        given = [k for k, v in hosted.items() if v is not None]
+        if given and len(given) < 3:
+            raise ValueError(f"Toolbox: connect MODEL, CLIP and VAE together to use your checkpoint (got only "
+                             f"{', '.join(k.upper() for k in given)})")
         runtime = comfy_runtime({"grounding-dino": grounding_dino, "sams": sam, "instruct-pix2pix": instruct_pix2pix,
-                                 "inpaint": inpaint}, brain=vision_brain)
+                                 "inpaint": inpaint}, brain=vision_brain, extras=hosted)
         registry = default_registry(runtime)
+        if given:
+            for spec in COMFY_TOOLS:
+                registry.register(spec)
         try:
             for name in _names(only) + _names(exclude):
                 registry.get(name)  # unknown names: an error with the closest tool names

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import aiohttp
@@ -104,7 +105,33 @@ def model_root(tmp_path_factory):
     build_instruct_pix2pix(root / "diffusers" / "tiny-instruct-pix2pix")
     build_sd_inpaint(root / "diffusers" / "tiny-sd-inpaint")
     build_sdxl_inpaint(root / "diffusers" / "tiny-sdxl-inpaint")
+    (root / "checkpoints").mkdir()
+    for name, channels in (("tiny-sd15.safetensors", 4), ("tiny-sd15-ip2p.safetensors", 8)):
+        (root / "checkpoints" / name).symlink_to(tiny_checkpoint(name, channels))
     return root
+
+
+CHECKPOINT_CACHE = Path(os.environ.get("EDIT_AGENTS_TEST_CACHE", Path.home() / ".cache" / "edit-agents"))
+CHECKPOINT_VERSION = "v1"  # bump when build_tiny_checkpoint.py changes
+
+
+def tiny_checkpoint(name: str, in_channels: int) -> Path:
+    """A tiny SD1.5-detected checkpoint built from ComfyUI's classes, cached outside the repository."""
+    import subprocess
+    import sys
+
+    from edit_agents.cli.server import find_comfyui
+
+    path = CHECKPOINT_CACHE / CHECKPOINT_VERSION / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        comfy_dir = find_comfyui()
+        partial = path.with_suffix(".partial")
+        subprocess.run([sys.executable, str(Path(__file__).parent / "build_tiny_checkpoint.py"), str(partial),
+                        "--in-channels", str(in_channels)], cwd=comfy_dir, env={**os.environ, "PYTHONPATH": str(comfy_dir)},
+                       check=True, capture_output=True, timeout=600)
+        partial.rename(path)
+    return path
 
 
 @pytest.fixture()

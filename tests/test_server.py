@@ -137,3 +137,39 @@ def test_apply_tools_rejects_bad_chains_clearly(comfy, comfy_server):
             comfy.call("run", prompt)
         import re
         assert re.search(needle, str(err.value)), str(err.value)
+
+
+def _native_prompt(image_name: str, chain: list, ckpt: str = "tiny-sd15.safetensors") -> dict:
+    prompt = _apply_prompt(image_name, chain)
+    prompt["6"] = {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": ckpt}}
+    prompt["2"]["inputs"].update({"model": ["6", 0], "clip": ["6", 1], "vae": ["6", 2]})
+    return prompt
+
+
+def test_native_tools_run_on_the_users_checkpoint_and_load_it_once(comfy, comfy_server, photos):
+    img = (photos["coffee"][::4, ::4] * 255).astype(np.uint8)  # 100 x 150
+    Image.fromarray(img).save(comfy_server.dirs()["input"] / "small.png")
+    chain = [{"tool": "comfy_img2img", "params": {"prompt": "a cup", "steps": 2, "denoise": 0.6}},
+             {"tool": "box_mask", "params": {"box": [0.3, 0.3, 0.7, 0.7]}},
+             {"tool": "comfy_inpaint", "params": {"prompt": "a spoon", "mask": "step:1", "steps": 2}, "source": "step:0"},
+             {"tool": "comfy_img2img", "params": {"prompt": "a mug", "steps": 2, "denoise": 0.3}, "source": "step:2"}]
+    before = comfy_server.log_path.read_text().count("Requested to load BaseModel")
+    result = comfy.call("run", _native_prompt("small.png", chain))
+    loads = comfy_server.log_path.read_text().count("Requested to load BaseModel") - before
+    assert loads == 1, f"the checkpoint's UNet was loaded {loads} times for 3 sampler calls"
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    assert [s["inputs"]["tool"] for s in trace["steps"]] == [c["tool"] for c in chain]
+    saved = next(img for o in result.outputs.values() for img in o.get("images", []) if img["type"] == "output")
+    out = np.asarray(Image.open(comfy_server.dirs()["output"] / saved["subfolder"] / saved["filename"]))
+    assert out.shape == img.shape and np.abs(out.astype(float) - img).mean() > 1
+
+
+def test_native_instruct_pix2pix_and_missing_inputs(comfy, comfy_server, photos):
+    Image.fromarray((photos["coffee"][::4, ::4] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "s2.png")
+    chain = [{"tool": "comfy_instruct_pix2pix", "params": {"prompt": "make it winter", "steps": 2}}]
+    result = comfy.call("run", _native_prompt("s2.png", chain, ckpt="tiny-sd15-ip2p.safetensors"))
+    assert any(img["type"] == "output" for o in result.outputs.values() for img in o.get("images", []))
+    prompt = _native_prompt("s2.png", chain)
+    del prompt["2"]["inputs"]["vae"]
+    with pytest.raises(ExecutionFailed, match="connect MODEL, CLIP and VAE together"):
+        comfy.call("run", prompt)
