@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tools.imageops import split_alpha, join_alpha, to_rgb
+from ..tools.generative import GEN, SEED
+from ..tools.imageops import join_alpha, paste_masked, split_alpha, to_rgb
 from ..tools.spec import Param, ToolOutput, ToolSpec
 
 SAMPLERS = ("euler", "euler_ancestral", "dpmpp_2m", "dpmpp_sde", "ddim", "uni_pc")
@@ -79,9 +80,7 @@ def comfy_inpaint(img, prompt="", mask=None, negative_prompt="", denoise=1.0, st
                                                                      noise_mask=True)
     samples = _sample(model, seed, steps, cfg, sampler, scheduler, pos, neg, latent, denoise)
     painted = _back(comfy_nodes.VAEDecode().decode(vae, samples)[0], color)
-    keep = (1.0 - np.clip(m, 0, 1))[:, :, None]
-    rgb = to_rgb(color)
-    merged = rgb * keep + painted * (1.0 - keep)  # outside the mask: exactly the input
+    merged = paste_masked(to_rgb(color), painted, m)  # outside the mask: exactly the input
     return ToolOutput(join_alpha(merged if color.shape[2] == 3 else merged.mean(axis=2, keepdims=True), alpha),
                       [f"inpainted '{prompt}' on your checkpoint"])
 
@@ -107,12 +106,10 @@ def _common():
             Param("steps", "int", "sampling steps", default=20, minimum=1, maximum=150),
             Param("cfg", "float", "classifier-free guidance: how strongly to follow the prompt", default=7.0,
                   minimum=1.0, maximum=30.0, neutral=1.0, effect="Raise it when the edit is too weak."),
-            Param("seed", "int", "random seed", default=0, minimum=0, maximum=2**31 - 1),
+            SEED,
             Param("sampler", "enum", "sampler", default="euler", choices=SAMPLERS),
             Param("scheduler", "enum", "noise schedule", default="normal", choices=SCHEDULERS))
 
-
-NATIVE = dict(category="generative", speed="slow", needs_model=True, needs_gpu=True, needs_runtime=True)
 
 COMFY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("comfy_img2img", "Re-render the photo from a prompt with your own checkpoint (img2img).",
@@ -121,7 +118,7 @@ COMFY_TOOLS: tuple[ToolSpec, ...] = (
              (Param("prompt", "string", "what the result should look like", required=True),
               Param("denoise", "float", "how much to change (0 keeps the photo, 1 ignores it)", default=0.5,
                     minimum=0.0, maximum=1.0, neutral=0.0), *_common()),
-             comfy_img2img, keywords=("re-render", "restyle", "in the style of"), **NATIVE),
+             comfy_img2img, keywords=("re-render", "restyle", "in the style of"), **GEN),
     ToolSpec("comfy_inpaint", "Repaint a masked region with your own checkpoint.",
              "InpaintModelConditioning with your MODEL/CLIP/VAE: repaints where the mask is white; outside stays exact. "
              "Works best with an inpainting checkpoint; pass the mask as 'step:N'.",
@@ -129,9 +126,9 @@ COMFY_TOOLS: tuple[ToolSpec, ...] = (
               Param("mask", "mask", "where to repaint: 'step:N' from a mask tool", required=True),
               Param("denoise", "float", "how much to change the masked region", default=1.0, minimum=0.0,
                     maximum=1.0, neutral=0.0), *_common()),
-             comfy_inpaint, **NATIVE),
+             comfy_inpaint, **GEN),
     ToolSpec("comfy_instruct_pix2pix", "Edit by instruction with your own InstructPix2Pix checkpoint.",
              "InstructPixToPixConditioning with your MODEL/CLIP/VAE (an InstructPix2Pix checkpoint).",
              (Param("prompt", "string", "the edit instruction", required=True), *_common()),
-             comfy_instruct_pix2pix, **NATIVE),
+             comfy_instruct_pix2pix, **GEN),
 )

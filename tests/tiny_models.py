@@ -78,8 +78,16 @@ def _clip_tokenizer_files(folder: Path) -> None:
     (folder / "merges.txt").write_text("#version: 0.2\n")
 
 
+def _tiny_vae():
+    from diffusers import AutoencoderKL
+
+    return AutoencoderKL(block_out_channels=[16, 32], in_channels=3, out_channels=3,
+                         down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
+                         latent_channels=4, norm_num_groups=8)
+
+
 def _tiny_sd_parts(in_channels: int, folder: Path):
-    from diffusers import AutoencoderKL, UNet2DConditionModel
+    from diffusers import UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
 
     torch.manual_seed(0)
@@ -87,9 +95,7 @@ def _tiny_sd_parts(in_channels: int, folder: Path):
                                 out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
                                 up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32,
                                 attention_head_dim=4, norm_num_groups=8)
-    vae = AutoencoderKL(block_out_channels=[16, 32], in_channels=3, out_channels=3,
-                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
-                        latent_channels=4, norm_num_groups=8)
+    vae = _tiny_vae()
     _clip_tokenizer_files(folder / "_tok")
     tokenizer = CLIPTokenizer.from_pretrained(folder / "_tok", model_max_length=77)
     text = CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32, intermediate_size=37,
@@ -121,7 +127,7 @@ def build_sd_inpaint(folder: Path) -> Path:
 
 
 def build_sdxl_inpaint(folder: Path) -> Path:
-    from diffusers import AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLInpaintPipeline, UNet2DConditionModel
+    from diffusers import EulerDiscreteScheduler, StableDiffusionXLInpaintPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
 
     torch.manual_seed(0)
@@ -131,9 +137,7 @@ def build_sdxl_inpaint(folder: Path) -> Path:
                                 use_linear_projection=True, addition_embed_type="text_time", addition_time_embed_dim=8,
                                 transformer_layers_per_block=(1, 1), projection_class_embeddings_input_dim=80,
                                 cross_attention_dim=64, norm_num_groups=8)
-    vae = AutoencoderKL(block_out_channels=[16, 32], in_channels=3, out_channels=3,
-                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
-                        latent_channels=4, norm_num_groups=8)
+    vae = _tiny_vae()
     _clip_tokenizer_files(folder / "_tok")
     tok = CLIPTokenizer.from_pretrained(folder / "_tok", model_max_length=77)
     cfg = dict(bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32, intermediate_size=37, num_attention_heads=4,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .backends import require
-from .imageops import split_alpha, join_alpha, to_rgb, to_uint8
+from .imageops import join_alpha, paste_masked, split_alpha, to_rgb, to_uint8
 from .spec import Param, ToolOutput, ToolSpec
 
 
@@ -92,9 +92,7 @@ def inpaint(img, prompt="", mask=None, negative_prompt="", strength=0.99, guidan
     result = pipe(prompt=prompt, negative_prompt=negative_prompt or None, image=_to_pil(color).resize((w, h)),
                   mask_image=mask_pil, strength=strength, guidance_scale=guidance, num_inference_steps=int(steps),
                   generator=_generator(seed, device), height=h, width=w).images[0]
-    painted = _from_pil(result, color)
-    keep = (1.0 - np.clip(m, 0, 1))[:, :, None]
-    return ToolOutput(join_alpha(color * keep + painted * (1.0 - keep), alpha),  # pixels outside the mask stay exact
+    return ToolOutput(join_alpha(paste_masked(color, _from_pil(result, color), m), alpha),  # outside stays exact
                       [f"inpainted '{prompt}' at {w}x{h}"])
 
 

@@ -84,3 +84,9 @@ def resize_longest(img: np.ndarray, longest: int) -> np.ndarray:
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     out = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
     return out[:, :, None] if out.ndim == 2 else out
+
+
+def paste_masked(original: np.ndarray, painted: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``painted`` where the H x W mask is 1, ``original`` (exactly) where it is 0, blended between."""
+    m = np.clip(mask, 0.0, 1.0)[:, :, None]
+    return original * (1.0 - m) + painted * m
