@@ -183,6 +183,25 @@ class HistoryContext:
         return "\n".join(f"- [{e.kind}] {e.text}" + (f" (score {e.score:.1f})" if e.score is not None else "") for e in recent)
 
 
+@dataclass
+class Handoff:
+    """What flows between role nodes unrolled on a canvas (PLAN and FEEDBACK sockets): the request,
+    the plan, the chains an executor ran, the edited image and, after a critic, its feedback."""
+
+    request: EditRequest
+    plan: Plan
+    chains: list[list[ToolCall]] = field(default_factory=list)
+    image: np.ndarray | None = field(default=None, repr=False)
+    feedback: Feedback | None = None
+    agent: str = "agent"
+    round: int = 0
+
+    def candidate(self) -> "Candidate":
+        if self.image is None:
+            raise ValueError("this handoff carries no edited image: connect an Executor's plan output")
+        return Candidate(self.agent, self.round, self.plan, self.chains, self.image, self.feedback)
+
+
 def to_data(record: Any) -> Any:
     """A record as JSON-ready data (images dropped: traces keep indices, not pixels)."""
     if isinstance(record, np.ndarray):
@@ -197,5 +216,5 @@ def to_data(record: Any) -> Any:
     return record
 
 
-__all__ = ["Answer", "Attempt", "Candidate", "Critique", "EditRequest", "Feedback", "HistoryContext", "HistoryEntry",
+__all__ = ["Answer", "Attempt", "Candidate", "Critique", "EditRequest", "Feedback", "Handoff", "HistoryContext", "HistoryEntry",
            "Mode", "Plan", "Question", "Subtask", "ToolCall", "check_chain", "to_data"]

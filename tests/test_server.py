@@ -11,7 +11,7 @@ from edit_agents.cli.client import ExecutionFailed, PromptRejected
 from edit_agents.cli.workflow import set_image, ui_to_api
 from helpers import WORKFLOWS, load_json
 
-PACK_NODE_IDS = {"EditAgentsToolbox", "EditAgentsApplyTools", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
+PACK_NODE_IDS = {"EditAgentsBrain", "EditAgentsToolbox", "EditAgentsPlanner", "EditAgentsExecutor", "EditAgentsCritic", "EditAgentsAggregator", "EditAgentsPerceiver", "EditAgentsCCALoop", "EditAgentsClosedLoop", "EditAgentsApplyTools", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
 NEEDS_NO_WEIGHTS = {"photoagent_offline.json"}
 
 

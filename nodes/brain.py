@@ -1,0 +1,62 @@
+"""Brain node: which endpoint and model a role thinks with. Keys come only from environment variables."""
+from __future__ import annotations
+
+from comfy_api.latest import io
+
+from ..agents.openai_brain import PROVIDERS, STRUCTURED_MODES, BrainConfig, OpenAIBrain
+from ..agents.rule_brain import RuleBrain
+from .types import BRAIN, CATEGORY
+
+RULE = "rule (offline)"
+
+
+class Brain(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="EditAgentsBrain",
+            display_name="Brain",
+            category=CATEGORY,
+            description="Chooses what a role thinks with: the offline rule brain (default, no network), or any "
+                        "OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, DashScope, Ark, "
+                        "DeepSeek, Gemini). The API key is read from the environment variable you name; no widget "
+                        "ever holds a key.",
+            inputs=[
+                io.Combo.Input("provider", options=[RULE, *PROVIDERS], default=RULE,
+                               tooltip="rule (offline) needs nothing; the others are OpenAI-compatible endpoints with preset base URLs."),
+                io.String.Input("model", default="",
+                                tooltip="Model name at the endpoint, e.g. gpt-4o-mini, qwen2.5vl:7b, qwen-vl-max, doubao-1.5-vision-pro."),
+                io.String.Input("base_url", default="",
+                                tooltip="Leave empty for the provider's default; required for 'custom'. E.g. http://127.0.0.1:8000/v1"),
+                io.String.Input("api_key_env", default="",
+                                tooltip="The NAME of the environment variable that holds the key (e.g. DASHSCOPE_API_KEY), never the key. "
+                                        "Empty: the provider's usual variable; local endpoints need none."),
+                io.Float.Input("temperature", default=0.2, min=0.0, max=2.0, step=0.05, tooltip="Sampling temperature."),
+                io.Int.Input("max_tokens", default=1024, min=16, max=32768, tooltip="Longest answer per call."),
+                io.Float.Input("timeout", default=60.0, min=1.0, max=600.0, step=1.0, tooltip="Seconds per request before a retry."),
+                io.Int.Input("image_side", default=768, min=64, max=4096,
+                             tooltip="Images are downscaled so their longest side is at most this before they are sent."),
+                io.Int.Input("concurrency", default=4, min=1, max=64,
+                             tooltip="Requests in flight at once from this brain (two generators and three experts run concurrently)."),
+                io.Int.Input("max_retries", default=3, min=0, max=10, tooltip="Retries on timeouts, 429 and 5xx (never on auth errors)."),
+                io.Combo.Input("structured_output", options=list(STRUCTURED_MODES), default="json_schema",
+                               tooltip="How answers are constrained: JSON schema where supported; it steps down automatically if refused."),
+                io.Float.Input("rule_boldness", default=1.0, min=0.1, max=10.0, step=0.1,
+                               tooltip="Rule brain only: scales the executor's first-try strengths (two rule generators can differ)."),
+            ],
+            outputs=[BRAIN.Output(display_name="brain", tooltip="Connect to any role or loop node's brain input.")],
+        )
+
+    @classmethod
+    def execute(cls, provider, model, base_url, api_key_env, temperature, max_tokens, timeout, image_side, concurrency,
+                max_retries, structured_output, rule_boldness) -> io.NodeOutput:
+        if provider == RULE:
+            return io.NodeOutput(RuleBrain(boldness=rule_boldness))
+        config = BrainConfig(provider=provider, model=model.strip(), base_url=base_url.strip(),
+                             api_key_env=api_key_env.strip(), temperature=temperature, max_tokens=max_tokens,
+                             timeout=timeout, image_side=image_side, concurrency=concurrency, max_retries=max_retries,
+                             structured=structured_output)
+        return io.NodeOutput(OpenAIBrain(config))
+
+
+NODES = [Brain]

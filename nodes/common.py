@@ -1,0 +1,52 @@
+"""Small shared pieces of the agent nodes."""
+from __future__ import annotations
+
+import numpy as np
+from comfy_api.latest import io
+
+from ..agents.roles import Where
+from ..agents.rule_brain import RuleBrain
+from ..agents.trace import Trace
+from ..tools import default_registry
+from .convert import image_batch_to_arrays
+
+RERUN_TIP = ("Run again on every queue even when nothing changed (for brains that sample: an LLM may answer "
+             "differently). Off: identical inputs reuse the cached result.")
+
+
+def rerun_input() -> io.Boolean.Input:
+    return io.Boolean.Input("rerun_every_time", default=False, tooltip=RERUN_TIP)
+
+
+def fingerprint(kwargs: dict) -> float:
+    """NaN never equals itself, so ComfyUI re-runs the node; 0.0 lets its cache work."""
+    return float("nan") if kwargs.get("rerun_every_time") else 0.0
+
+
+def brain_or_rule(brain):
+    return brain if brain is not None else RuleBrain()
+
+
+def tools_or_classic(toolbox):
+    return toolbox if toolbox is not None else default_registry().subset(categories=["classic"])
+
+
+def one_image(image, node: str) -> np.ndarray:
+    arrays = image_batch_to_arrays(image)
+    if len(arrays) != 1:
+        raise ValueError(f"{node} edits one image at a time but got a batch of {len(arrays)}; "
+                         "pick one with an image-from-batch node, or use the PhotoAgent node, which handles batches")
+    return arrays[0]
+
+
+def continue_trace(trace: Trace | None, title: str) -> Trace:
+    """A copy of an incoming trace to append to (so unrolled rounds build one trace), or a new one."""
+    if trace is None:
+        return Trace(title=title)
+    return Trace.from_dict(trace.to_dict())
+
+
+def where(trace: Trace, agent: str, **kw) -> Where:
+    import comfy.model_management
+
+    return Where(trace, agent, should_stop=comfy.model_management.throw_exception_if_processing_interrupted, **kw)

@@ -1,0 +1,170 @@
+"""Loop nodes: CCA (two generators, M rounds, early stop) and IMAGAgent's closed loop.
+
+Each role takes its own BRAIN (as IMAGAgent mixes Qwen, GLM, Doubao and DeepSeek); a missing
+brain falls back to the planner's, and a missing planner brain to the offline rule brain.
+"""
+from __future__ import annotations
+
+from comfy_api.latest import io
+
+from ..agents.loops import CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop
+from ..agents.records import EditRequest, Feedback, Handoff
+from ..agents.rule_brain import RuleBrain
+from .common import fingerprint, one_image, rerun_input, tools_or_classic
+from .convert import arrays_to_image_batch
+from .types import BRAIN, CATEGORY, FEEDBACK, TOOLBOX, TRACE
+
+
+def _brain(name: str, what: str) -> io.Input:
+    return BRAIN.Input(name, optional=True, tooltip=f"Brain of the {what} (default: the planner brain, else the rule brain).")
+
+
+def _request(node: str, instruction: str, caption: str) -> EditRequest:
+    try:
+        return EditRequest(instruction=instruction, caption=caption)
+    except ValueError as err:
+        raise ValueError(f"{node}: {err}") from None
+
+
+def _stop_and_progress(total: int):
+    import comfy.model_management
+    import comfy.utils
+
+    bar = comfy.utils.ProgressBar(total)
+    return comfy.model_management.throw_exception_if_processing_interrupted, bar
+
+
+class CCALoop(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        d = CCASettings()
+        return io.Schema(
+            node_id="EditAgentsCCALoop", display_name="CCA Loop", category=CATEGORY,
+            description="Collaborative Competitive Agents: two generator agents (planner + executor each) edit the photo "
+                        "every round; a discriminator asks and answers Yes/No questions on both results; a quality "
+                        "competitor keeps the best and stops early when it satisfies the request. Each generator "
+                        "reflects on its own feedback and on its rival's plan and feedback.",
+            inputs=[
+                io.Image.Input("image", tooltip="The photo to edit."),
+                io.String.Input("instruction", default="make it brighter, add more contrast and crop to square", multiline=True,
+                                tooltip="The edit request."),
+                io.String.Input("caption", default="", tooltip="What the photo shows, if known (helps the discriminator)."),
+                TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the generators may use (default: classic tools)."),
+                BRAIN.Input("planner_brain", optional=True, tooltip="Brain of both generators' planners (default: rule brain)."),
+                _brain("executor_brain", "executors"),
+                _brain("generator_2_brain", "second generator (planner and executor)"),
+                _brain("discriminator_brain", "discriminator"),
+                _brain("competitor_brain", "quality competitor"),
+                io.Int.Input("rounds", default=d.rounds, min=1, max=20, tooltip="M: the most rounds to run."),
+                io.Boolean.Input("early_stop", default=d.early_stop, tooltip="Stop as soon as the best result satisfies the request."),
+                io.Boolean.Input("restart_from_original", default=d.restart_from_original,
+                                 tooltip="On: every round edits the original. Off: each round continues from the best so far."),
+                io.Float.Input("min_score", default=d.min_score, min=0.0, max=10.0, step=0.5,
+                               tooltip="The best result satisfies the request at this score with every check passed."),
+                rerun_input(),
+            ],
+            outputs=[io.Image.Output(display_name="image", tooltip="The best result."),
+                     io.Image.Output(display_name="rounds", tooltip="The best result after each round, as a batch."),
+                     TRACE.Output(display_name="trace"),
+                     FEEDBACK.Output(display_name="feedback", tooltip="The best result's plan and feedback.")],
+        )
+
+    @classmethod
+    def fingerprint_inputs(cls, **kwargs):
+        return fingerprint(kwargs)
+
+    @classmethod
+    async def execute(cls, image, instruction, caption, rounds, early_stop, restart_from_original, min_score,
+                      rerun_every_time, toolbox=None, planner_brain=None, executor_brain=None, generator_2_brain=None,
+                      discriminator_brain=None, competitor_brain=None) -> io.NodeOutput:
+        img, tools = one_image(image, "CCA Loop"), tools_or_classic(toolbox)
+        request = _request("CCA Loop", instruction, caption)
+        planner = planner_brain or RuleBrain()
+        executor = executor_brain or planner
+        second = generator_2_brain or (RuleBrain(boldness=1.6) if isinstance(executor, RuleBrain) else executor)
+        generators = [Generator("generator-1", planner, executor),
+                      Generator("generator-2", generator_2_brain or planner, second)]
+        discriminator = discriminator_brain or planner
+        stop, bar = _stop_and_progress(rounds)
+        bests = []
+
+        def on_round(rnd, total, best):
+            bests.append(best.image)
+            bar.update_absolute(rnd + 1, total)
+
+        result = await run_cca(img, request, tools, generators, discriminator, competitor_brain or discriminator,
+                               CCASettings(rounds=rounds, early_stop=early_stop,
+                                           restart_from_original=restart_from_original, min_score=min_score),
+                               should_stop=stop, on_round=on_round)
+        bar.update_absolute(rounds, rounds)
+        best = result.best
+        handoff = Handoff(request, best.plan, best.chains, best.image, best.feedback, best.agent, best.round)
+        return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(bests), result.trace, handoff,
+                             ui={"text": [f"{result.rounds} round(s), {result.tool_calls} tool calls, best: {best.agent} "
+                                          f"round {best.round}, score {best.feedback.score:.1f}"
+                                          + (" (stopped early)" if result.stopped_early else "")]})
+
+
+class ClosedLoop(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        d = ClosedLoopSettings()
+        return io.Schema(
+            node_id="EditAgentsClosedLoop", display_name="Closed Loop (IMAGAgent)", category=CATEGORY,
+            description="Plan, execute, reflect: a constraint-aware plan; per subtask up to tau_it attempts, each judged "
+                        "by a panel of three experts (intent, quality, fidelity) whose views an aggregator merges into "
+                        "one score; accepted at tau_sr, otherwise the best attempt is kept. History feeds every step.",
+            inputs=[
+                io.Image.Input("image", tooltip="The photo to edit."),
+                io.String.Input("instruction", default="make it warmer and sharper", multiline=True, tooltip="The edit request."),
+                TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the executor may use (default: classic tools)."),
+                BRAIN.Input("planner_brain", optional=True, tooltip="Brain of the planner (default: rule brain)."),
+                _brain("executor_brain", "executor"),
+                _brain("expert_1_brain", "intent expert"),
+                _brain("expert_2_brain", "quality expert"),
+                _brain("expert_3_brain", "fidelity expert"),
+                _brain("aggregator_brain", "aggregator"),
+                io.Int.Input("max_attempts", default=d.max_attempts, min=1, max=10, tooltip="tau_it: attempts per subtask."),
+                io.Float.Input("accept_score", default=d.accept_score, min=0.0, max=10.0, step=0.5,
+                               tooltip="tau_sr: an attempt scoring at least this is accepted."),
+                rerun_input(),
+            ],
+            outputs=[io.Image.Output(display_name="image", tooltip="The result."),
+                     io.Image.Output(display_name="attempts", tooltip="Every attempt's image, as a batch."),
+                     TRACE.Output(display_name="trace"),
+                     FEEDBACK.Output(display_name="feedback", tooltip="The plan and the last subtask's merged feedback.")],
+        )
+
+    @classmethod
+    def fingerprint_inputs(cls, **kwargs):
+        return fingerprint(kwargs)
+
+    @classmethod
+    async def execute(cls, image, instruction, max_attempts, accept_score, rerun_every_time, toolbox=None,
+                      planner_brain=None, executor_brain=None, expert_1_brain=None, expert_2_brain=None,
+                      expert_3_brain=None, aggregator_brain=None) -> io.NodeOutput:
+        img, tools = one_image(image, "Closed Loop"), tools_or_classic(toolbox)
+        request = _request("Closed Loop", instruction, "")
+        planner = planner_brain or RuleBrain()
+        experts = [b or planner for b in (expert_1_brain, expert_2_brain, expert_3_brain)]
+        stop, bar = _stop_and_progress(100)
+
+        def on_step(sub, total, text):
+            bar.update_absolute(int(100 * sub / max(total, 1)), 100)
+
+        result = await run_closed_loop(img, request, tools, planner, executor_brain or planner, experts,
+                                       aggregator_brain or planner,
+                                       ClosedLoopSettings(max_attempts=max_attempts, accept_score=accept_score),
+                                       should_stop=stop, on_step=on_step)
+        bar.update_absolute(100, 100)
+        images = [a.image for a in result.attempts if a.image is not None] or [result.image]
+        last = result.attempts[-1].feedback if result.attempts else Feedback(score=0.0, negative="nothing to do")
+        handoff = Handoff(request, result.plan, [a.chain for a in result.attempts], result.image, last)
+        summary = f"{len(result.plan.subtasks)} subtask(s), {len(result.attempts)} attempt(s), accepted {result.accepted}"
+        if result.plan.unsupported:
+            summary += f"; cannot do: {'; '.join(result.plan.unsupported)}"
+        return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(images), result.trace, handoff,
+                             ui={"text": [summary]})
+
+
+NODES = [CCALoop, ClosedLoop]
