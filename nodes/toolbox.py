@@ -5,6 +5,7 @@ from comfy_api.latest import io
 
 from ..tools import ToolCallError, default_registry
 from .runtime import comfy_runtime, model_choices
+from .graph_tools import GRAPH_TOOL
 from .types import BRAIN, CATEGORY, TOOLBOX
 
 CATEGORIES = ["classic", "classic + localise", "classic + localise + generative", "all"]
@@ -51,13 +52,16 @@ class Toolbox(io.ComfyNode):
                                "comfy_img2img, comfy_inpaint and comfy_instruct_pix2pix on your own models."),
                 io.Clip.Input("clip", optional=True, tooltip="Your checkpoint's CLIP (text encoder)."),
                 io.Vae.Input("vae", optional=True, tooltip="Your checkpoint's VAE."),
+                *[GRAPH_TOOL.Input(f"graph_tool_{i}", optional=True, tooltip="A sub-graph made into a tool by a Tool Output node.")
+                  for i in (1, 2, 3)],
             ],
             outputs=[TOOLBOX.Output(display_name="toolbox", tooltip="The allowed tools, for an agent or loop node.")],
         )
 
     @classmethod
     def execute(cls, category: str, only: str, exclude: str, grounding_dino: str, sam: str, instruct_pix2pix: str,
-                inpaint: str, vision_brain=None, model=None, clip=None, vae=None) -> io.NodeOutput:
+                inpaint: str, vision_brain=None, model=None, clip=None, vae=None, graph_tool_1=None, graph_tool_2=None,
+                graph_tool_3=None) -> io.NodeOutput:
         from .comfy_tools import COMFY_TOOLS
 
         hosted = {"model": model, "clip": clip, "vae": vae}
@@ -71,12 +75,19 @@ class Toolbox(io.ComfyNode):
         if given:
             for spec in COMFY_TOOLS:
                 registry.register(spec)
+        graph_tools = [g for g in (graph_tool_1, graph_tool_2, graph_tool_3) if g is not None]
+        for g in graph_tools:
+            try:
+                registry.register(g.spec)
+            except ValueError as err:
+                raise ValueError(f"Toolbox: graph tool {g.spec.name!r}: {err}") from None
+        runtime.extras["graph_tools"] = {g.spec.name: g for g in graph_tools}
         try:
             for name in _names(only) + _names(exclude):
                 registry.get(name)  # unknown names: an error with the closest tool names
         except ToolCallError as err:
             raise ValueError(f"Toolbox: {err}") from None
-        chosen = registry.subset(categories=_categories(category))
+        chosen = registry.subset(categories=_categories(category) + (["graph"] if graph_tools else []))
         if _names(only):
             chosen = chosen.subset(names=[n for n in _names(only) if n in chosen])
         dropped = set(_names(exclude))

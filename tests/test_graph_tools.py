@@ -1,0 +1,70 @@
+"""A sub-graph of core nodes made into a tool and called by an agent node with the parameters it chose."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from edit_agents.cli.client import ExecutionFailed
+
+PARAMS = {"scale": {"from": "number_1", "type": "float", "min": 0.25, "max": 2.0, "default": 1.0,
+                    "description": "resize factor"},
+          "sigma": {"from": "number_2", "type": "float", "min": 0.1, "max": 10.0, "default": 1.0,
+                    "description": "blur strength"}}
+
+
+def graph_tool_prompt(image: str, chain: list, params=PARAMS) -> dict:
+    return {
+        "1": {"class_type": "LoadImage", "inputs": {"image": image}},
+        # the sub-graph: Tool Input -> scale -> blur -> Tool Output (built from ComfyUI's core nodes)
+        "10": {"class_type": "EditAgentsToolInput", "inputs": {"number_1": 1.0, "number_2": 1.0, "text": ""}},
+        "11": {"class_type": "ImageScaleBy", "inputs": {"image": ["10", 0], "upscale_method": "bilinear", "scale_by": ["10", 1]}},
+        "12": {"class_type": "ImageBlur", "inputs": {"image": ["11", 0], "blur_radius": 3, "sigma": ["10", 2]}},
+        "13": {"class_type": "EditAgentsToolOutput", "inputs": {
+            "image": ["12", 0], "name": "scale_and_blur", "description": "Resize by a factor and blur softly.",
+            "parameters": json.dumps(params)}},
+        "2": {"class_type": "EditAgentsToolbox", "inputs": {
+            "category": "classic", "only": "", "exclude": "", "grounding_dino": "(first available)",
+            "sam": "(first available)", "instruct_pix2pix": "(first available)", "inpaint": "(first available)",
+            "graph_tool_1": ["13", 0]}},
+        "3": {"class_type": "EditAgentsApplyTools", "inputs": {"image": ["1", 0], "chain": json.dumps(chain), "toolbox": ["2", 0]}},
+        "4": {"class_type": "SaveImage", "inputs": {"images": ["3", 0], "filename_prefix": "graphtool"}},
+        "5": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["3", 2]}},
+    }
+
+
+@pytest.fixture(scope="module")
+def cup(comfy_server, photos):
+    Image.fromarray((photos["coffee"][::2, ::2] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "cup2.png")
+    return "cup2.png"
+
+
+def test_graph_tool_runs_as_expanded_nodes_with_the_agents_parameters(comfy, comfy_server, cup):
+    chain = [{"tool": "exposure", "params": {"stops": 0.3}},
+             {"tool": "scale_and_blur", "params": {"scale": 0.5, "sigma": 3.0}, "source": "step:0"},
+             {"tool": "contrast", "params": {"amount": 0.2}, "source": "step:1"}]
+    events = []
+    result = comfy.call("run", graph_tool_prompt(cup, chain), on_event=events.append)
+    saved = next(i for o in result.outputs.values() for i in o.get("images", []) if i["type"] == "output")
+    out = Image.open(comfy_server.dirs()["output"] / saved["subfolder"] / saved["filename"])
+    assert out.size == (150, 100)  # 300 x 200 scaled by the agent's 0.5
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    steps = trace["steps"]
+    assert [s["inputs"]["tool"] for s in steps] == ["exposure", "scale_and_blur", "contrast"]
+    assert steps[1]["inputs"]["params"] == {"scale": 0.5, "sigma": 3.0}
+    expanded = steps[1]["outputs"]["expanded_nodes"]
+    assert any(e.endswith("step1.11") for e in expanded) and any(e.endswith("step1.12") for e in expanded)
+    ran = {e["data"].get("node") for e in events if e["type"] == "executing"}
+    assert any(str(n).endswith("step1.12") for n in ran if n), "the cloned blur node did not run as a ComfyUI node"
+
+
+def test_graph_tool_parameters_are_validated(comfy, cup):
+    chain = [{"tool": "scale_and_blur", "params": {"scale": 99, "sigma": 1.0}}]
+    result = comfy.call("run", graph_tool_prompt(cup, chain))
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    assert trace["steps"][0]["inputs"]["params"]["scale"] == 2.0  # clamped to the declared range
+    bad = graph_tool_prompt(cup, chain, params={"scale": {"from": "nowhere", "type": "float"}})
+    with pytest.raises(ExecutionFailed, match="'from' one of number_1, number_2"):
+        comfy.call("run", bad)
