@@ -21,7 +21,7 @@ def test_every_pack_node_is_registered_with_help(object_info):
     assert all(k.startswith("EditAgents") for k in ours)
     for node_id, info in ours.items():
         assert info["description"], f"{node_id} has no description"
-        assert info["category"] == "Edit Agents"
+        assert info["category"].startswith("Edit Agents")
         for section in ("required", "optional"):
             for name, spec in info["input"].get(section, {}).items():
                 opts = spec[1] if len(spec) > 1 else {}
