@@ -61,7 +61,9 @@ MOODS = {  # mood words -> (tool, params)
 def split_clauses(instruction: str, tools: list[ToolSpec]) -> list[str]:
     """Clauses split at commas, 'and', 'then'..., keeping the specs' own phrases ("black and white") whole."""
     text = instruction
-    phrases = sorted({kw for spec in tools for kw in spec.keywords if SPLIT.search(f" {kw} ")}, key=len, reverse=True)
+    names = [spec.name.replace("_", " ") for spec in tools]  # e.g. a graph tool called scale_and_blur
+    phrases = sorted({kw for spec in tools for kw in spec.keywords} | set(names), key=len, reverse=True)
+    phrases = [p for p in phrases if SPLIT.search(f" {p} ")]
     for i, kw in enumerate(phrases):  # a token with no word to split on stands in for the phrase
         text = re.sub(re.escape(kw), f"\x00{i}\x00", text, flags=re.I)
     clauses = []
@@ -264,8 +266,9 @@ class RuleBrain:
             for kw in spec.keywords:
                 if re.search(rf"\b{re.escape(kw)}\b", low):
                     score += 1.0 + len(kw) / 10.0  # several matching phrases, and longer ones, are more specific
-            if re.search(rf"\b{re.escape(spec.name.replace('_', ' '))}\b", low):
-                score = max(score, 1.5)
+            name = spec.name.replace("_", " ")
+            if re.search(rf"\b{re.escape(name)}\b", low):
+                score += 2.0 + len(name) / 10.0  # the tool's own name, said in full, is the strongest hint
             if score > best_score:
                 best, best_score = spec, score
         return best

@@ -14,6 +14,7 @@ from ..agents.brain import close_brains
 from ..agents.records import Critique, EditRequest, Feedback, Handoff, Plan, Subtask, ToolCall
 from .common import (brain_or_rule, continue_trace, fingerprint, one_image, rerun_input, tools_or_classic, where)
 from .convert import arrays_to_image_batch
+from .apply_tools import RESUME
 from .types import BRAIN, CATEGORY, FEEDBACK, PLAN, TOOLBOX, TRACE
 
 MODES = ["instructed", "autonomous", "mood"]
@@ -94,10 +95,12 @@ class Executor(io.ComfyNode):
                 TOOLBOX.Input("toolbox", optional=True, tooltip="Tools it may call (default: classic tools)."),
                 FEEDBACK.Input("feedback", optional=True, tooltip="Feedback on the previous round: its parameters are adjusted per subtask."),
                 _trace_in(), rerun_input(),
+                RESUME.Input("resume", optional=True, tooltip="Internal: set when this node expands itself around a graph tool; leave unconnected."),
             ],
             outputs=[io.Image.Output(display_name="image", tooltip="The edited photo."),
                      PLAN.Output(display_name="plan", tooltip="The plan with the tool chains run, for a Critic."),
                      TRACE.Output(display_name="trace")],
+            enable_expand=True,  # graph tools run as expanded ComfyUI nodes
         )
 
     @classmethod
@@ -105,12 +108,20 @@ class Executor(io.ComfyNode):
         return fingerprint(kwargs)
 
     @classmethod
-    async def execute(cls, image, plan, rerun_every_time, brain=None, toolbox=None, feedback=None, trace=None) -> io.NodeOutput:
-        img, b, tools = one_image(image, "Executor"), brain_or_rule(brain), tools_or_classic(toolbox)
-        tr = continue_trace(trace, "Executor")
-        current, chains = img, []
+    async def execute(cls, image, plan, rerun_every_time, brain=None, toolbox=None, feedback=None, trace=None,
+                      resume=None) -> io.NodeOutput:
+        from comfy_execution.graph_utils import GraphBuilder
+
+        graph = GraphBuilder()  # before the first await: graph tools expand into ComfyUI nodes
+        b, tools = brain_or_rule(brain), tools_or_classic(toolbox)
+        if resume is not None:  # a graph tool just ran: its result is the image input
+            tr, chains, start = resume["trace"], resume["chains"], resume["at"] + 1
+            current = one_image(image, "Executor")
+        else:
+            tr, chains, start = continue_trace(trace, "Executor"), [], 0
+            current = one_image(image, "Executor")
         try:
-            for sub in plan.plan.subtasks:
+            for sub in plan.plan.subtasks[start:]:
                 w = where(tr, plan.agent, round=plan.round, subtask=sub.index)
                 if plan.chains and len(plan.chains) == len(plan.plan.subtasks) and feedback is None:
                     chain = plan.chains[sub.index]  # decided already (e.g. by the Perceiver)
@@ -120,6 +131,11 @@ class Executor(io.ComfyNode):
                         previous = next((c for s, c in zip(feedback.plan.subtasks, feedback.chains) if s.tool == sub.tool), None)
                     fb = roles.subtask_feedback(feedback.feedback, sub.index) if feedback is not None and previous else None
                     chain = await roles.execute(b, sub, tools, current, w, previous=previous, feedback=fb)
+                if tools.get(sub.tool).category == "graph":
+                    chains.append(chain[:1])
+                    nxt = _expand_graph_tool(graph, tools, chain[0], sub.index, current, tr, plan, chains, dict(
+                        brain=brain, toolbox=toolbox, feedback=feedback, rerun_every_time=rerun_every_time))
+                    return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), expand=graph.finalize())
                 current = await asyncio.to_thread(roles.run_chain, tools, chain, current)
                 chains.append(chain)
         finally:
@@ -127,6 +143,21 @@ class Executor(io.ComfyNode):
         out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round)
         labels = "; ".join(", ".join(c.label() for c in chain) for chain in chains)
         return io.NodeOutput(arrays_to_image_batch([current]), out, tr, ui={"text": [labels or "(nothing to do)"]})
+
+
+def _expand_graph_tool(graph, tools, call, index, current, trace, plan, chains, inputs):
+    """Clone the graph tool's sub-graph with the chosen parameters, and this Executor to carry on after it."""
+    import numpy as np
+    import torch
+
+    tool = tools.runtime.extras["graph_tools"][call.tool]
+    rgb = current[:, :, :3] if current.shape[2] >= 3 else np.repeat(current, 3, 2)
+    result = tool.build(graph, torch.from_numpy(np.ascontiguousarray(rgb))[None], call.params, tag=f"subtask{index}")
+    trace.add("executor", plan.agent, f"{call.label()} (graph tool, expanded)", round=plan.round, subtask=index,
+              inputs={"tool": call.tool, "params": call.params}, outputs={"expanded_nodes": sorted(graph.nodes)})
+    resume = {"trace": trace, "chains": chains, "at": index}
+    given = {k: v for k, v in inputs.items() if v is not None}
+    return graph.node("EditAgentsExecutor", id=f"resume{index}", image=result, plan=plan, resume=resume, **given)
 
 
 class Critic(io.ComfyNode):

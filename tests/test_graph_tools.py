@@ -68,3 +68,37 @@ def test_graph_tool_parameters_are_validated(comfy, cup):
     bad = graph_tool_prompt(cup, chain, params={"scale": {"from": "nowhere", "type": "float"}})
     with pytest.raises(ExecutionFailed, match="'from' one of number_1, number_2"):
         comfy.call("run", bad)
+
+
+def test_executor_calls_a_graph_tool_with_the_parameters_its_brain_chose(comfy, comfy_server, cup, llm):
+    from llm_server import Reply
+
+    def executor_only(seen):
+        if "scale" in seen.user_text().split("\n", 1)[0]:
+            return Reply({"steps": [{"tool": "scale_and_blur", "params": {"scale": 0.5, "sigma": 2.0}}]})
+        return Reply({"steps": [{"tool": "brightness", "params": {"amount": 0.1}}]})
+    llm.reset(responder=executor_only)
+    prompt = graph_tool_prompt(cup, [])
+    del prompt["3"], prompt["4"], prompt["5"]
+    brain = {"provider": "custom", "model": "scripted", "base_url": llm.url, "api_key_env": "", "temperature": 0.2,
+             "max_tokens": 1024, "timeout": 60.0, "image_side": 256, "concurrency": 4, "max_retries": 1,
+             "structured_output": "json_schema", "rule_boldness": 1.0}
+    prompt.update({
+        "b": {"class_type": "EditAgentsBrain", "inputs": brain},
+        "p": {"class_type": "EditAgentsPlanner", "inputs": {
+            "image": ["1", 0], "instruction": "brighter, then scale and blur", "mode": "instructed", "mood": "",
+            "caption": "", "toolbox": ["2", 0], "rerun_every_time": True}},
+        "e": {"class_type": "EditAgentsExecutor", "inputs": {
+            "image": ["1", 0], "plan": ["p", 0], "brain": ["b", 0], "toolbox": ["2", 0], "trace": ["p", 1],
+            "rerun_every_time": True}},
+        "s": {"class_type": "SaveImage", "inputs": {"images": ["e", 0], "filename_prefix": "exec_graph"}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["e", 2]}},
+    })
+    result = comfy.call("run", prompt)
+    saved = next(i for o in result.outputs.values() for i in o.get("images", []) if i["type"] == "output")
+    assert Image.open(comfy_server.dirs()["output"] / saved["subfolder"] / saved["filename"]).size == (150, 100)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    planned = next(s for s in trace["steps"] if s["role"] == "planner")["outputs"]["subtasks"]
+    assert [s["tool"] for s in planned] == ["brightness", "scale_and_blur"]  # the rule planner found the graph tool
+    graph_step = next(s for s in trace["steps"] if "graph tool" in s["action"])
+    assert graph_step["inputs"]["params"] == {"scale": 0.5, "sigma": 2.0}
