@@ -70,67 +70,92 @@ async def _generate(gen: Generator, request: EditRequest, tools: ToolRegistry, b
     return Candidate(agent=gen.name, round=where.round or 0, plan=plan, chains=chains, image=image)
 
 
+@dataclass
+class CCAState:
+    """Everything a CCA loop carries from one round to the next (so a round can run in a fresh node)."""
+
+    trace: Trace
+    history: HistoryContext = field(default_factory=HistoryContext)
+    last: dict[str, Candidate] = field(default_factory=dict)
+    best: Candidate | None = None
+    every: list[Candidate] = field(default_factory=list)
+    rounds_run: int = 0
+    stopped: bool = False
+    started: float = field(default_factory=time.perf_counter)
+
+    def done(self, settings: CCASettings) -> bool:
+        return self.stopped or self.rounds_run >= settings.rounds
+
+
+def cca_start(generators: list[Generator], settings: CCASettings) -> CCAState:
+    if len(generators) < 1:
+        raise ValueError("CCA needs at least one generator (the paper uses two)")
+    return CCAState(Trace(title=f"CCA: {len(generators)} generators x up to {settings.rounds} rounds"))
+
+
+async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                    generators: list[Generator], discriminator: Brain, competitor: Brain, settings: CCASettings,
+                    should_stop: Callable[[], None] | None = None) -> CCAState:
+    """One round: both generators plan and execute (concurrently), the discriminator judges both, the
+    competitor keeps the best and may stop."""
+    rnd = state.rounds_run
+    trace, history, last, best = state.trace, state.history, state.last, state.best
+    base = image if settings.restart_from_original or best is None else best.image
+
+    def rival_of(g: Generator) -> Candidate | None:
+        others = [last[o.name] for o in generators if o.name != g.name and o.name in last]
+        return max(others, key=lambda c: c.feedback.score if c.feedback else 0.0) if others else None
+
+    cands = await asyncio.gather(*(
+        _generate(g, request, tools, base, Where(trace, g.name, round=rnd, should_stop=should_stop), history,
+                  last.get(g.name), rival_of(g)) for g in generators))
+    feedbacks = await asyncio.gather(*(
+        roles.discriminate(discriminator, request, c.plan, image, c.image,
+                           Where(trace, "discriminator", round=rnd, should_stop=should_stop)) for c in cands))
+    for c, fb in zip(cands, feedbacks):
+        c.feedback = fb
+        last[c.agent] = c
+        history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=fb.score)
+    state.every.extend(cands)
+    pool = list(cands) + ([best] if best is not None else [])
+    pick, stop, reason = await roles.compete(competitor, pool, settings.min_score,
+                                             Where(trace, "competitor", round=rnd, should_stop=should_stop))
+    state.best = best = pool[pick]
+    state.rounds_run = rnd + 1
+    trace.add("loop", "cca", f"round {rnd}: best is {best.agent} (round {best.round}); {reason}", round=rnd,
+              scores={"best": best.feedback.score if best.feedback else 0.0},
+              outputs={"tool_calls_so_far": sum(c.tool_calls() for c in state.every)})
+    if stop and settings.early_stop:
+        state.stopped = True
+        trace.add("loop", "cca", f"stop early after round {rnd}: the best result satisfies the request", round=rnd)
+    return state
+
+
+def cca_result(state: CCAState) -> CCAResult:
+    best = state.best
+    assert best is not None
+    calls = sum(c.tool_calls() for c in state.every)
+    state.trace.summary = {"rounds": state.rounds_run, "tool_calls": calls, "stopped_early": state.stopped,
+                           "best": {"agent": best.agent, "round": best.round,
+                                    "score": best.feedback.score if best.feedback else None, "plan": best.plan.summary()},
+                           "unsupported": best.plan.unsupported, "wall_s": round(time.perf_counter() - state.started, 3)}
+    return CCAResult(best.image, best, state.rounds_run, calls, state.every, state.stopped, state.trace)
+
+
 async def run_cca(image: np.ndarray, request: EditRequest, tools: ToolRegistry, generators: list[Generator],
                   discriminator: Brain, competitor: Brain, settings: CCASettings | None = None,
                   should_stop: Callable[[], None] | None = None,
                   on_round: Callable[[int, int, Candidate], None] | None = None) -> CCAResult:
+    settings = settings or CCASettings()
     try:
-        return await _run_cca(image, request, tools, generators, discriminator, competitor, settings, should_stop, on_round)
+        state = cca_start(generators, settings)
+        while not state.done(settings):
+            await cca_round(state, image, request, tools, generators, discriminator, competitor, settings, should_stop)
+            if on_round:
+                on_round(state.rounds_run - 1, settings.rounds, state.best)
+        return cca_result(state)
     finally:
         await close_brains(*(b for g in generators for b in (g.planner, g.executor)), discriminator, competitor)
-
-
-async def _run_cca(image, request, tools, generators, discriminator, competitor, settings, should_stop, on_round):
-    settings = settings or CCASettings()
-    if len(generators) < 1:
-        raise ValueError("CCA needs at least one generator (the paper uses two)")
-    trace = Trace(title=f"CCA: {len(generators)} generators x up to {settings.rounds} rounds")
-    history = HistoryContext()
-    start = time.perf_counter()
-    last: dict[str, Candidate] = {}
-    best: Candidate | None = None
-    every: list[Candidate] = []
-    stopped = False
-    rounds_run = 0
-    for rnd in range(settings.rounds):
-        rounds_run = rnd + 1
-        base = image if settings.restart_from_original or best is None else best.image
-
-        def rival_of(g: Generator) -> Candidate | None:
-            others = [last[o.name] for o in generators if o.name != g.name and o.name in last]
-            return max(others, key=lambda c: c.feedback.score if c.feedback else 0.0) if others else None
-
-        cands = await asyncio.gather(*(
-            _generate(g, request, tools, base, Where(trace, g.name, round=rnd, should_stop=should_stop), history,
-                      last.get(g.name), rival_of(g)) for g in generators))
-        feedbacks = await asyncio.gather(*(
-            roles.discriminate(discriminator, request, c.plan, image, c.image,
-                               Where(trace, "discriminator", round=rnd, should_stop=should_stop)) for c in cands))
-        for c, fb in zip(cands, feedbacks):
-            c.feedback = fb
-            last[c.agent] = c
-            history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=fb.score)
-        every.extend(cands)
-        pool = list(cands) + ([best] if best is not None else [])
-        pick, stop, reason = await roles.compete(competitor, pool, settings.min_score,
-                                                 Where(trace, "competitor", round=rnd, should_stop=should_stop))
-        best = pool[pick]
-        trace.add("loop", "cca", f"round {rnd}: best is {best.agent} (round {best.round}); {reason}", round=rnd,
-                  scores={"best": best.feedback.score if best.feedback else 0.0},
-                  outputs={"tool_calls_so_far": sum(c.tool_calls() for c in every)})
-        if on_round:
-            on_round(rnd, settings.rounds, best)
-        if stop and settings.early_stop:
-            stopped = True
-            trace.add("loop", "cca", f"stop early after round {rnd}: the best result satisfies the request", round=rnd)
-            break
-    assert best is not None
-    calls = sum(c.tool_calls() for c in every)
-    trace.summary = {"rounds": rounds_run, "tool_calls": calls, "stopped_early": stopped,
-                     "best": {"agent": best.agent, "round": best.round, "score": best.feedback.score if best.feedback else None,
-                              "plan": best.plan.summary()},
-                     "unsupported": best.plan.unsupported, "wall_s": round(time.perf_counter() - start, 3)}
-    return CCAResult(best.image, best, rounds_run, calls, every, stopped, trace)
 
 
 # -- IMAGAgent's closed loop --------------------------------------------------------------------
@@ -159,61 +184,95 @@ class ClosedLoopResult:
     trace: Trace = field(repr=False, default_factory=Trace)
 
 
+@dataclass
+class ClosedLoopState:
+    """What the closed loop carries between subtasks (so each subtask can run in a fresh node)."""
+
+    trace: Trace
+    plan: Plan
+    current: np.ndarray = field(repr=False)
+    history: HistoryContext = field(default_factory=HistoryContext)
+    attempts: list[Attempt] = field(default_factory=list)
+    accepted: list[bool] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+    def done(self) -> bool:
+        return len(self.accepted) >= len(self.plan.subtasks)
+
+
+def _panel(experts: list[Brain], settings: ClosedLoopSettings) -> list[tuple[str, Brain]]:
+    if len(experts) not in (1, len(settings.experts)):
+        raise ValueError(f"give one brain for all experts or one per expert ({len(settings.experts)})")
+    return list(zip(settings.experts, experts if len(experts) > 1 else experts * len(settings.experts)))
+
+
+async def closed_loop_start(image: np.ndarray, request: EditRequest, tools: ToolRegistry, planner: Brain,
+                            settings: ClosedLoopSettings, should_stop: Callable[[], None] | None = None) -> ClosedLoopState:
+    trace = Trace(title=f"IMAGAgent closed loop: up to {settings.max_attempts} attempts per subtask")
+    history = HistoryContext()
+    the_plan = await roles.plan(planner, request, tools, image, Where(trace, "imagagent", should_stop=should_stop), history)
+    history.add("plan", the_plan.summary())
+    return ClosedLoopState(trace, the_plan, image, history)
+
+
+async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, executor: Brain, experts: list[Brain],
+                              aggregator: Brain, settings: ClosedLoopSettings,
+                              should_stop: Callable[[], None] | None = None,
+                              on_step: Callable[[int, int, str], None] | None = None) -> ClosedLoopState:
+    """The next subtask: up to tau_it attempts, each judged by the panel and the aggregator; keep the best."""
+    panel = _panel(experts, settings)
+    sub = state.plan.subtasks[len(state.accepted)]
+    where = Where(state.trace, "imagagent", should_stop=should_stop)
+    current, history, total = state.current, state.history, len(state.plan.subtasks)
+    tries: list[Attempt] = []
+    previous: list[ToolCall] | None = None
+    feedback: Feedback | None = None
+    for n in range(settings.max_attempts):
+        w = where.at(subtask=sub.index, attempt=n)
+        if on_step:
+            on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {n + 1}")
+        fb_for_executor = None if feedback is None else {"score": feedback.score, "positive": feedback.positive,
+                                                          "negative": feedback.negative}
+        chain = await roles.execute(executor, sub, tools, current, w, history, previous, fb_for_executor)
+        out = await asyncio.to_thread(roles.run_chain, tools, chain, current)
+        critiques = await asyncio.gather(*(roles.critique(b, name, sub, current, out, w) for name, b in panel))
+        feedback = await roles.aggregate(aggregator, list(critiques), w)
+        tries.append(Attempt(subtask=sub.index, number=n, chain=chain, feedback=feedback, image=out))
+        history.add("attempt", f"subtask {sub.index} attempt {n}: {', '.join(c.label() for c in chain)}; "
+                               f"negative: {feedback.negative or '-'}", score=feedback.score)
+        previous = chain
+        if feedback.score >= settings.accept_score:
+            break
+    best = max(tries, key=lambda a: a.score)
+    ok = best.score >= settings.accept_score
+    state.trace.add("loop", "imagagent", f"subtask {sub.index}: {'accept' if ok else 'keep the best of'} attempt "
+                                         f"{best.number} (score {best.score:.1f})", subtask=sub.index,
+                    scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]})
+    state.current = best.image
+    state.attempts.extend(tries)
+    state.accepted.append(ok)
+    return state
+
+
+def closed_loop_result(state: ClosedLoopState) -> ClosedLoopResult:
+    calls = sum(len(a.chain) for a in state.attempts)
+    state.trace.summary = {"subtasks": len(state.plan.subtasks), "accepted": state.accepted,
+                           "attempts": len(state.attempts), "tool_calls": calls, "unsupported": state.plan.unsupported,
+                           "plan": state.plan.summary(), "wall_s": round(time.perf_counter() - state.started, 3)}
+    return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace)
+
+
 async def run_closed_loop(image: np.ndarray, request: EditRequest, tools: ToolRegistry, planner: Brain, executor: Brain,
                           experts: list[Brain], aggregator: Brain, settings: ClosedLoopSettings | None = None,
                           should_stop: Callable[[], None] | None = None,
                           on_step: Callable[[int, int, str], None] | None = None) -> ClosedLoopResult:
     """Plan once; per subtask up to tau_it attempts judged by the expert panel and the aggregator."""
+    settings = settings or ClosedLoopSettings()
     try:
-        return await _run_closed_loop(image, request, tools, planner, executor, experts, aggregator, settings,
-                                      should_stop, on_step)
+        _panel(experts, settings)
+        state = await closed_loop_start(image, request, tools, planner, settings, should_stop)
+        while not state.done():
+            await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop, on_step)
+        return closed_loop_result(state)
     finally:
         await close_brains(planner, executor, *experts, aggregator)
-
-
-async def _run_closed_loop(image, request, tools, planner, executor, experts, aggregator, settings, should_stop, on_step):
-    settings = settings or ClosedLoopSettings()
-    if len(experts) not in (1, len(settings.experts)):
-        raise ValueError(f"give one brain for all experts or one per expert ({len(settings.experts)})")
-    panel = list(zip(settings.experts, experts if len(experts) > 1 else experts * len(settings.experts)))
-    trace = Trace(title=f"IMAGAgent closed loop: up to {settings.max_attempts} attempts per subtask")
-    history = HistoryContext()
-    start = time.perf_counter()
-    where = Where(trace, "imagagent", should_stop=should_stop)
-    the_plan = await roles.plan(planner, request, tools, image, where, history)
-    history.add("plan", the_plan.summary())
-    current, attempts, accepted = image, [], []
-    for sub in the_plan.subtasks:
-        tries: list[Attempt] = []
-        previous: list[ToolCall] | None = None
-        feedback: Feedback | None = None
-        for n in range(settings.max_attempts):
-            w = where.at(subtask=sub.index, attempt=n)
-            if on_step:
-                on_step(sub.index, len(the_plan.subtasks), f"subtask {sub.index + 1}/{len(the_plan.subtasks)}, attempt {n + 1}")
-            fb_for_executor = None if feedback is None else {"score": feedback.score, "positive": feedback.positive,
-                                                              "negative": feedback.negative}
-            chain = await roles.execute(executor, sub, tools, current, w, history, previous, fb_for_executor)
-            out = await asyncio.to_thread(roles.run_chain, tools, chain, current)
-            critiques = await asyncio.gather(*(roles.critique(b, name, sub, current, out, w) for name, b in panel))
-            feedback = await roles.aggregate(aggregator, list(critiques), w)
-            attempt = Attempt(subtask=sub.index, number=n, chain=chain, feedback=feedback, image=out)
-            tries.append(attempt)
-            history.add("attempt", f"subtask {sub.index} attempt {n}: {', '.join(c.label() for c in chain)}; "
-                                   f"negative: {feedback.negative or '-'}", score=feedback.score)
-            previous = chain
-            if feedback.score >= settings.accept_score:
-                break
-        best = max(tries, key=lambda a: a.score)
-        ok = best.score >= settings.accept_score
-        trace.add("loop", "imagagent", f"subtask {sub.index}: {'accept' if ok else 'keep the best of'} attempt "
-                                       f"{best.number} (score {best.score:.1f})", subtask=sub.index,
-                  scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]})
-        current = best.image
-        attempts.extend(tries)
-        accepted.append(ok)
-    calls = sum(len(a.chain) for a in attempts)
-    trace.summary = {"subtasks": len(the_plan.subtasks), "accepted": accepted, "attempts": len(attempts),
-                     "tool_calls": calls, "unsupported": the_plan.unsupported, "plan": the_plan.summary(),
-                     "wall_s": round(time.perf_counter() - start, 3)}
-    return ClosedLoopResult(current, the_plan, attempts, accepted, calls, history, trace)

@@ -7,12 +7,23 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..agents.loops import CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop
+from ..agents.brain import close_brains
+from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, cca_result, cca_round, cca_start,
+                            closed_loop_result, closed_loop_start, closed_loop_subtask)
 from ..agents.records import EditRequest, Feedback, Handoff
 from ..agents.rule_brain import RuleBrain
 from .common import fingerprint, one_image, rerun_input, tools_or_classic
+from .apply_tools import RESUME
 from .convert import arrays_to_image_batch
 from .types import BRAIN, CATEGORY, FEEDBACK, TOOLBOX, TRACE
+
+RESUME_TIP = "Internal: set when this node expands a clone of itself for the next round; leave unconnected."
+
+
+def _continue(graph, node_id: str, tag: str, inputs: dict, resume: dict):
+    """The next round or subtask as a clone of this node (ComfyUI node expansion)."""
+    nxt = graph.node(node_id, id=tag, resume=resume, **{k: v for k, v in inputs.items() if v is not None})
+    return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), nxt.out(3), expand=graph.finalize())
 
 
 def _brain(name: str, what: str) -> io.Input:
@@ -62,7 +73,9 @@ class CCALoop(io.ComfyNode):
                 io.Float.Input("min_score", default=d.min_score, min=0.0, max=10.0, step=0.5,
                                tooltip="The best result satisfies the request at this score with every check passed."),
                 rerun_input(),
+                RESUME.Input("resume", optional=True, tooltip=RESUME_TIP),
             ],
+            enable_expand=True,  # each round is a clone of this node, expanded until the stop rule fires
             outputs=[io.Image.Output(display_name="image", tooltip="The best result."),
                      io.Image.Output(display_name="rounds", tooltip="The best result after each round, as a batch."),
                      TRACE.Output(display_name="trace"),
@@ -76,27 +89,37 @@ class CCALoop(io.ComfyNode):
     @classmethod
     async def execute(cls, image, instruction, caption, rounds, early_stop, restart_from_original, min_score,
                       rerun_every_time, toolbox=None, planner_brain=None, executor_brain=None, generator_2_brain=None,
-                      discriminator_brain=None, competitor_brain=None) -> io.NodeOutput:
+                      discriminator_brain=None, competitor_brain=None, resume=None) -> io.NodeOutput:
+        from comfy_execution.graph_utils import GraphBuilder
+
+        graph = GraphBuilder()  # before the first await
+        inputs = dict(image=image, instruction=instruction, caption=caption, rounds=rounds, early_stop=early_stop,
+                      restart_from_original=restart_from_original, min_score=min_score, rerun_every_time=rerun_every_time,
+                      toolbox=toolbox, planner_brain=planner_brain, executor_brain=executor_brain,
+                      generator_2_brain=generator_2_brain, discriminator_brain=discriminator_brain,
+                      competitor_brain=competitor_brain)
         img, tools = one_image(image, "CCA Loop"), tools_or_classic(toolbox)
         request = _request("CCA Loop", instruction, caption)
+        settings = CCASettings(rounds=rounds, early_stop=early_stop, restart_from_original=restart_from_original,
+                               min_score=min_score)
         planner = planner_brain or RuleBrain()
         executor = executor_brain or planner
         second = generator_2_brain or (RuleBrain(boldness=1.6) if isinstance(executor, RuleBrain) else executor)
-        generators = [Generator("generator-1", planner, executor),
-                      Generator("generator-2", generator_2_brain or planner, second)]
+        generators = [Generator("generator-1", planner, executor), Generator("generator-2", generator_2_brain or planner, second)]
         discriminator = discriminator_brain or planner
+        competitor = competitor_brain or discriminator
         stop, bar = _stop_and_progress(rounds)
-        bests = []
-
-        def on_round(rnd, total, best):
-            bests.append(best.image)
-            bar.update_absolute(rnd + 1, total)
-
-        result = await run_cca(img, request, tools, generators, discriminator, competitor_brain or discriminator,
-                               CCASettings(rounds=rounds, early_stop=early_stop,
-                                           restart_from_original=restart_from_original, min_score=min_score),
-                               should_stop=stop, on_round=on_round)
-        bar.update_absolute(rounds, rounds)
+        state = resume["state"] if resume else cca_start(generators, settings)
+        bests = resume["bests"] if resume else []
+        try:
+            await cca_round(state, img, request, tools, generators, discriminator, competitor, settings, should_stop=stop)
+        finally:
+            await close_brains(planner, executor, second, generators[1].planner, discriminator, competitor)
+        bests.append(state.best.image)
+        bar.update_absolute(state.rounds_run, rounds)
+        if not state.done(settings):
+            return _continue(graph, "EditAgentsCCALoop", f"round{state.rounds_run}", inputs, {"state": state, "bests": bests})
+        result = cca_result(state)
         best = result.best
         handoff = Handoff(request, best.plan, best.chains, best.image, best.feedback, best.agent, best.round)
         return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(bests), result.trace, handoff,
@@ -128,7 +151,9 @@ class ClosedLoop(io.ComfyNode):
                 io.Float.Input("accept_score", default=d.accept_score, min=0.0, max=10.0, step=0.5,
                                tooltip="tau_sr: an attempt scoring at least this is accepted."),
                 rerun_input(),
+                RESUME.Input("resume", optional=True, tooltip=RESUME_TIP),
             ],
+            enable_expand=True,  # each subtask is a clone of this node, expanded until the plan is done
             outputs=[io.Image.Output(display_name="image", tooltip="The result."),
                      io.Image.Output(display_name="attempts", tooltip="Every attempt's image, as a batch."),
                      TRACE.Output(display_name="trace"),
@@ -142,21 +167,33 @@ class ClosedLoop(io.ComfyNode):
     @classmethod
     async def execute(cls, image, instruction, max_attempts, accept_score, rerun_every_time, toolbox=None,
                       planner_brain=None, executor_brain=None, expert_1_brain=None, expert_2_brain=None,
-                      expert_3_brain=None, aggregator_brain=None) -> io.NodeOutput:
+                      expert_3_brain=None, aggregator_brain=None, resume=None) -> io.NodeOutput:
+        from comfy_execution.graph_utils import GraphBuilder
+
+        graph = GraphBuilder()  # before the first await
+        inputs = dict(image=image, instruction=instruction, max_attempts=max_attempts, accept_score=accept_score,
+                      rerun_every_time=rerun_every_time, toolbox=toolbox, planner_brain=planner_brain,
+                      executor_brain=executor_brain, expert_1_brain=expert_1_brain, expert_2_brain=expert_2_brain,
+                      expert_3_brain=expert_3_brain, aggregator_brain=aggregator_brain)
         img, tools = one_image(image, "Closed Loop"), tools_or_classic(toolbox)
         request = _request("Closed Loop", instruction, "")
+        settings = ClosedLoopSettings(max_attempts=max_attempts, accept_score=accept_score)
         planner = planner_brain or RuleBrain()
+        executor, aggregator = executor_brain or planner, aggregator_brain or planner
         experts = [b or planner for b in (expert_1_brain, expert_2_brain, expert_3_brain)]
         stop, bar = _stop_and_progress(100)
-
-        def on_step(sub, total, text):
-            bar.update_absolute(int(100 * sub / max(total, 1)), 100)
-
-        result = await run_closed_loop(img, request, tools, planner, executor_brain or planner, experts,
-                                       aggregator_brain or planner,
-                                       ClosedLoopSettings(max_attempts=max_attempts, accept_score=accept_score),
-                                       should_stop=stop, on_step=on_step)
-        bar.update_absolute(100, 100)
+        try:
+            state = resume["state"] if resume else await closed_loop_start(img, request, tools, planner, settings, stop)
+            if not state.done():
+                total = len(state.plan.subtasks)
+                await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop=stop,
+                                          on_step=lambda sub, tot, text: bar.update_absolute(int(100 * sub / max(tot, 1)), 100))
+                bar.update_absolute(int(100 * len(state.accepted) / max(total, 1)), 100)
+        finally:
+            await close_brains(planner, executor, aggregator, *experts)
+        if not state.done():
+            return _continue(graph, "EditAgentsClosedLoop", f"subtask{len(state.accepted)}", inputs, {"state": state})
+        result = closed_loop_result(state)
         images = [a.image for a in result.attempts if a.image is not None] or [result.image]
         last = result.attempts[-1].feedback if result.attempts else Feedback(score=0.0, negative="nothing to do")
         handoff = Handoff(request, result.plan, [a.chain for a in result.attempts], result.image, last)

@@ -189,3 +189,32 @@ def test_perceiver_then_executor(comfy, photo):
     result = comfy.call("run", prompt)
     steps = trace_of(result)["steps"]
     assert steps[0]["role"] == "perceiver" and steps[0]["outputs"]["actions"][0]["tool"] == "temperature_tint"
+
+
+def test_loop_rounds_run_as_expanded_clones_of_the_loop_node(comfy, photo):
+    prompt = {
+        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "l": {"class_type": "EditAgentsCCALoop", "inputs": {
+            "image": ["1", 0], "instruction": "make it brighter and sharper", "caption": "", "rounds": 3,
+            "early_stop": False, "restart_from_original": True, "min_score": 7.0, "rerun_every_time": True}},
+        "r": {"class_type": "PreviewImage", "inputs": {"images": ["l", 1]}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
+        "c": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["1", 0], "instruction": "warmer, sharper and more contrast", "max_attempts": 2,
+            "accept_score": 7.0, "rerun_every_time": True}},
+        "t2": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c", 2]}},
+    }
+    events = []
+    result = comfy.call("run", prompt, on_event=events.append)
+    ran = [str(e["data"]["node"]) for e in events if e["type"] == "executing" and e["data"].get("node")]
+    cca_rounds = [n for n in ran if "round" in n]
+    subtasks = [n for n in ran if "subtask" in n]
+    assert len(cca_rounds) == 2, ran  # rounds 2 and 3 ran as expanded clones of the loop node
+    assert len(subtasks) == 2, ran  # subtasks 2 and 3 likewise
+    traces = [o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o]
+    cca = next(t for t in traces if t["title"].startswith("CCA"))
+    closed = next(t for t in traces if t["title"].startswith("IMAGAgent"))
+    assert cca["summary"]["rounds"] == 3 and len({s["round"] for s in cca["steps"] if s["role"] == "planner"}) == 3
+    assert closed["summary"]["subtasks"] == 3 and len(closed["summary"]["accepted"]) == 3
+    previews = [o for o in result.outputs.values() if "images" in o and any(i["type"] == "temp" for i in o["images"])]
+    assert previews and len(previews[0]["images"]) == 3  # the best image after each of the 3 rounds
