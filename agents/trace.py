@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 TRACE_VERSION = 1
 HISTORY_KEY = "edit_agents_trace"  # where the Trace View node publishes a trace in /history outputs
@@ -38,12 +38,23 @@ class Trace:
     steps: list[TraceStep] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     version: int = TRACE_VERSION
+    # called with each new step (e.g. to stream it to the web extension); never serialised
+    listener: Callable[[TraceStep], None] | None = field(default=None, repr=False, compare=False)
 
     def add(self, role: str, agent: str, action: str, *, started: float | None = None, **fields: Any) -> TraceStep:
         wall_ms = (time.perf_counter() - started) * 1000.0 if started is not None else 0.0
         step = TraceStep(index=len(self.steps), role=role, agent=agent, action=action, wall_ms=round(wall_ms, 3), **fields)
         self.steps.append(step)
+        if self.listener is not None:
+            self.listener(step)
         return step
+
+    def listen(self, listener: Callable[[TraceStep], None] | None, replay: bool = True) -> None:
+        """Send each new step (and, with ``replay``, every step so far) to ``listener``."""
+        self.listener = listener
+        if listener is not None and replay:
+            for step in self.steps:
+                listener(step)
 
     @classmethod
     def merge(cls, traces: list["Trace"], title: str) -> "Trace":
@@ -55,7 +66,8 @@ class Trace:
         return merged
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
+        return {"title": self.title, "steps": [_jsonable(asdict(s)) for s in self.steps],
+                "summary": _jsonable(self.summary), "version": self.version}
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), **kw)

@@ -10,6 +10,7 @@ from comfy_api.latest import io
 from ..agents.records import ToolCall, check_chain
 from ..agents.trace import Trace
 from ..tools import ToolCallError, default_registry
+from .common import node_id, stream
 from .convert import arrays_to_image_batch, image_batch_to_arrays
 from .types import CATEGORY, TOOLBOX, TRACE
 
@@ -60,7 +61,7 @@ class ApplyTools(io.ComfyNode):
         else:
             if graph_steps and len(arrays) > 1:
                 raise ValueError(f"Apply Tools: a chain with graph tools edits one image at a time (got {len(arrays)})")
-            trace, start = Trace(title="Apply Tools"), 0
+            trace, start = stream(Trace(title="Apply Tools"), node_id()), 0
             batch = [(img, []) for img in arrays]
         finals, masks = [], []
         for i, (img, outputs) in enumerate(batch):

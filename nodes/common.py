@@ -40,13 +40,40 @@ def one_image(image, node: str) -> np.ndarray:
 
 
 def continue_trace(trace: Trace | None, title: str) -> Trace:
-    """A copy of an incoming trace to append to (so unrolled rounds build one trace), or a new one."""
-    if trace is None:
-        return Trace(title=title)
-    return Trace.from_dict(trace.to_dict())
+    """A copy of an incoming trace to append to (so unrolled rounds build one trace), or a new one;
+    its new steps stream to the browser."""
+    copy = Trace(title=title) if trace is None else Trace.from_dict(trace.to_dict())
+    return stream(copy, node_id(), replay=False)  # steps carried in were streamed by the node that made them
 
 
 def where(trace: Trace, agent: str, **kw) -> Where:
     import comfy.model_management
 
     return Where(trace, agent, should_stop=comfy.model_management.throw_exception_if_processing_interrupted, **kw)
+
+
+TRACE_EVENT = "edit_agents.trace_step"  # websocket event the web extension listens for
+
+
+def stream(trace: Trace, node_id: str | None, replay: bool = True) -> Trace:
+    """Stream the trace's steps to the browser (a custom websocket event) and as the node's progress text."""
+    from server import PromptServer
+
+    server = PromptServer.instance
+
+    def send(step) -> None:
+        from dataclasses import asdict
+
+        data = {"node": node_id, "title": trace.title, "step": asdict(step)}
+        server.send_sync(TRACE_EVENT, data, server.client_id)
+        if node_id is not None:
+            server.send_progress_text(f"{step.agent}: {step.action}"[:200], node_id, server.client_id)
+    trace.listen(send, replay=replay)
+    return trace
+
+
+def node_id() -> str | None:
+    from comfy_execution.utils import get_executing_context
+
+    ctx = get_executing_context()
+    return ctx.node_id if ctx is not None else None

@@ -12,7 +12,7 @@ from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, cca_resu
                             closed_loop_result, closed_loop_start, closed_loop_subtask)
 from ..agents.records import EditRequest, Feedback, Handoff
 from ..agents.rule_brain import RuleBrain
-from .common import fingerprint, one_image, rerun_input, tools_or_classic
+from .common import fingerprint, node_id, one_image, rerun_input, stream, tools_or_classic
 from .apply_tools import RESUME
 from .convert import arrays_to_image_batch
 from .types import BRAIN, CATEGORY, FEEDBACK, TOOLBOX, TRACE
@@ -110,6 +110,7 @@ class CCALoop(io.ComfyNode):
         competitor = competitor_brain or discriminator
         stop, bar = _stop_and_progress(rounds)
         state = resume["state"] if resume else cca_start(generators, settings)
+        stream(state.trace, node_id(), replay=False)
         bests = resume["bests"] if resume else []
         try:
             await cca_round(state, img, request, tools, generators, discriminator, competitor, settings, should_stop=stop)
@@ -184,6 +185,7 @@ class ClosedLoop(io.ComfyNode):
         stop, bar = _stop_and_progress(100)
         try:
             state = resume["state"] if resume else await closed_loop_start(img, request, tools, planner, settings, stop)
+            stream(state.trace, node_id(), replay=resume is None)  # the plan step came before the stream was attached
             if not state.done():
                 total = len(state.plan.subtasks)
                 await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop=stop,

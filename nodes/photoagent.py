@@ -7,6 +7,7 @@ from ..agents.enhance import EnhanceSettings, enhance
 from ..agents.reward import ClassicReward
 from ..agents.trace import Trace
 from ..tools import default_registry
+from .common import node_id, stream
 from .convert import arrays_to_image_batch, image_batch_to_arrays
 from .types import CATEGORY, REWARD, TOOLBOX, TRACE
 
@@ -73,6 +74,7 @@ class PhotoAgent(io.ComfyNode):
             traces.append(result.trace)
         bar.update_absolute(len(arrays) * settings.max_steps)
         trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title="PhotoAgent enhance (batch)")
+        stream(trace, node_id())  # the loop ran in one go: send its steps now
         return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
 
 

@@ -218,3 +218,19 @@ def test_loop_rounds_run_as_expanded_clones_of_the_loop_node(comfy, photo):
     assert closed["summary"]["subtasks"] == 3 and len(closed["summary"]["accepted"]) == 3
     previews = [o for o in result.outputs.values() if "images" in o and any(i["type"] == "temp" for i in o["images"])]
     assert previews and len(previews[0]["images"]) == 3  # the best image after each of the 3 rounds
+
+
+def test_trace_steps_stream_over_the_websocket(comfy, photo):
+    prompt = {
+        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "c": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["1", 0], "instruction": "warmer and sharper", "max_attempts": 2, "accept_score": 7.0,
+            "rerun_every_time": True}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c", 2]}},
+    }
+    events = []
+    result = comfy.call("run", prompt, on_event=events.append)
+    streamed = [e["data"] for e in events if e["type"] == "edit_agents.trace_step"]
+    final = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    assert [s["step"]["index"] for s in streamed] == list(range(len(final["steps"])))  # every step, once, in order
+    assert streamed[0]["step"]["role"] == "planner" and streamed[0]["node"] == "c"
