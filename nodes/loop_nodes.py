@@ -108,6 +108,18 @@ class CCALoop(io.ComfyNode):
         generators = [Generator("generator-1", planner, executor), Generator("generator-2", generator_2_brain or planner, second)]
         discriminator = discriminator_brain or planner
         competitor = competitor_brain or discriminator
+        graph_tools = tools.runtime.extras.get("graph_tools") if tools.runtime is not None else None
+        if graph_tools and resume is None:  # graph tools must run as nodes: build each round from role nodes
+            from .cca_graph import expand_round
+
+            brains = {"generator-1": {"planner": planner_brain, "executor": executor_brain or planner_brain},
+                      "generator-2": {"planner": generator_2_brain or planner_brain,
+                                      "executor": generator_2_brain or executor_brain or planner_brain}}
+            cfg = dict(image=image, instruction=instruction, caption=caption, toolbox=toolbox, brains=brains,
+                       discriminator=discriminator_brain or planner_brain,
+                       competitor=competitor_brain or discriminator_brain or planner_brain, rounds=rounds,
+                       early_stop=early_stop, restart_from_original=restart_from_original, min_score=min_score)
+            return expand_round(graph, cfg, 0, {}, None, [], None)
         stop, bar = _stop_and_progress(rounds)
         state = resume["state"] if resume else cca_start(generators, settings)
         stream(state.trace, node_id(), replay=False)

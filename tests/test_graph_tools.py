@@ -102,3 +102,26 @@ def test_executor_calls_a_graph_tool_with_the_parameters_its_brain_chose(comfy, 
     assert [s["tool"] for s in planned] == ["brightness", "scale_and_blur"]  # the rule planner found the graph tool
     graph_step = next(s for s in trace["steps"] if "graph tool" in s["action"])
     assert graph_step["inputs"]["params"] == {"scale": 0.5, "sigma": 2.0}
+
+
+def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup):
+    params = {**PARAMS, "scale": {**PARAMS["scale"], "default": 0.5}}
+    prompt = graph_tool_prompt(cup, [], params=params)
+    del prompt["3"], prompt["4"], prompt["5"]
+    prompt.update({
+        "l": {"class_type": "EditAgentsCCALoop", "inputs": {
+            "image": ["1", 0], "instruction": "brighter, then scale and blur", "caption": "", "toolbox": ["2", 0],
+            "rounds": 2, "early_stop": False, "restart_from_original": True, "min_score": 7.0, "rerun_every_time": True}},
+        "s": {"class_type": "SaveImage", "inputs": {"images": ["l", 0], "filename_prefix": "cca_graph"}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
+    })
+    events = []
+    result = comfy.call("run", prompt, on_event=events.append)
+    saved = next(i for o in result.outputs.values() for i in o.get("images", []) if i["type"] == "output")
+    assert Image.open(comfy_server.dirs()["output"] / saved["subfolder"] / saved["filename"]).size == (150, 100)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    assert trace["summary"]["rounds"] == 2 and trace["summary"]["mode"] == "role nodes"
+    graph_calls = [s for s in trace["steps"] if "graph tool" in s["action"]]
+    assert len(graph_calls) == 4  # two generators x two rounds
+    ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
+    assert any(n.endswith("r1.generator-2.critic") for n in ran) and any(".12" in n for n in ran)
