@@ -187,8 +187,8 @@ def subtask_feedback(fb: Feedback | None, index: int) -> dict[str, Any] | None:
     if fb is None:
         return None
     mine = [q for q in fb.questions if q.subtask == index and q.answer != "unknown"]
-    if not mine:
-        return {"score": fb.score, "note": fb.per_subtask.get(index, "")}
+    if not mine:  # e.g. merged expert critiques: their negative points say what to change
+        return {"score": fb.score, "note": fb.per_subtask.get(index, ""), "negative": fb.negative}
     ok = all(q.answer == "yes" for q in mine)
     return {"score": 10.0 if ok else 3.0, "note": fb.per_subtask.get(index, ""),
             "negative": "" if ok else "; ".join(q.explanation for q in mine if q.answer == "no") + "; not enough"}

@@ -42,8 +42,8 @@ class GraphTool:
 
 
 def _never_in_process(img, **params):
-    raise ToolCallError("graph tools run as expanded ComfyUI nodes: call them from Apply Tools, an Executor or the "
-                        "CCA Loop (the closed-loop node runs its tools in-process and cannot call graph tools yet)")
+    raise ToolCallError("graph tools run as expanded ComfyUI nodes: call them from Apply Tools, an Executor, "
+                        "the CCA Loop or the Closed Loop")
 
 
 def _spec(name: str, description: str, declared: dict) -> tuple[ToolSpec, dict[str, str]]:

@@ -195,6 +195,22 @@ class ClosedLoop(io.ComfyNode):
         executor, aggregator = executor_brain or planner, aggregator_brain or planner
         experts = [b or planner for b in (expert_1_brain, expert_2_brain, expert_3_brain)]
         stop, bar = _stop_and_progress(100)
+        graph_tools = tools.runtime.extras.get("graph_tools") if tools.runtime is not None else None
+        if graph_tools and resume is None:  # graph tools must run as nodes: attempts are built from role nodes
+            from ..agents.roles import Where, plan as make_plan
+            from ..agents.trace import Trace
+            from .closed_loop_graph import start
+
+            trace = stream(Trace(title="IMAGAgent closed loop (role nodes)"), node_id())
+            try:
+                the_plan = await make_plan(planner, request, tools, img, Where(trace, "imagagent", should_stop=stop))
+            finally:
+                await close_brains(planner)
+            cfg = dict(request=request, toolbox=toolbox, executor=executor_brain or planner_brain,
+                       experts=[expert_1_brain or planner_brain, expert_2_brain or planner_brain,
+                                expert_3_brain or planner_brain],
+                       aggregator=aggregator_brain or planner_brain, max_attempts=max_attempts, accept_score=accept_score)
+            return start(graph, cfg, image, the_plan, trace)
         try:
             state = resume["state"] if resume else await closed_loop_start(img, request, tools, planner, settings, stop)
             stream(state.trace, node_id(), replay=resume is None)  # the plan step came before the stream was attached

@@ -125,3 +125,27 @@ def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup)
     assert len(graph_calls) == 4  # two generators x two rounds
     ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
     assert any(n.endswith("r1.generator-2.critic") for n in ran) and any(".12" in n for n in ran)
+
+
+def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup):
+    params = {**PARAMS, "scale": {**PARAMS["scale"], "default": 0.5}}
+    prompt = graph_tool_prompt(cup, [], params=params)
+    del prompt["3"], prompt["4"], prompt["5"]
+    prompt.update({
+        "c": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["1", 0], "instruction": "warmer, then scale and blur", "toolbox": ["2", 0], "max_attempts": 2,
+            "accept_score": 7.0, "rerun_every_time": True}},
+        "s": {"class_type": "SaveImage", "inputs": {"images": ["c", 0], "filename_prefix": "closed_graph"}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c", 2]}},
+    })
+    events = []
+    result = comfy.call("run", prompt, on_event=events.append)
+    saved = next(i for o in result.outputs.values() for i in o.get("images", []) if i["type"] == "output")
+    assert Image.open(comfy_server.dirs()["output"] / saved["subfolder"] / saved["filename"]).size == (150, 100)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    summary = trace["summary"]
+    assert summary["mode"] == "role nodes" and summary["subtasks"] == 2 and len(summary["accepted"]) == 2
+    assert any("graph tool" in s["action"] for s in trace["steps"])
+    assert {"expert", "aggregator"} <= {s["role"] for s in trace["steps"]}
+    ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
+    assert any(n.endswith("s1.a0.fidelity") for n in ran), sorted(ran)
