@@ -234,3 +234,18 @@ def test_trace_steps_stream_over_the_websocket(comfy, photo):
     final = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
     assert [s["step"]["index"] for s in streamed] == list(range(len(final["steps"])))  # every step, once, in order
     assert streamed[0]["step"]["role"] == "planner" and streamed[0]["node"] == "c"
+
+
+def test_mcts_planner_node(comfy, photo):
+    prompt = {
+        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "m": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
+            "image": ["1", 0], "simulations": 8, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 2,
+            "max_steps": 2, "patience": 1, "preview_side": 128, "time_budget_s": 30.0, "seed": 0}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["m", 2]}},
+    }
+    result = comfy.call("run", prompt)
+    trace = trace_of(result)
+    tree = next(s for s in trace["steps"] if s["role"] == "planner")["outputs"]["tree"]
+    assert tree["visits"] == 8 and tree["children"]
+    assert trace["summary"]["simulations"] >= 8

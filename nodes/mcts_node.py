@@ -1,0 +1,69 @@
+"""MCTS Planner node: PhotoAgent's exploratory search over editing actions."""
+from __future__ import annotations
+
+from comfy_api.latest import io
+
+from ..agents.mcts import MCTSSettings, mcts_enhance
+from ..agents.reward import ClassicReward
+from ..agents.trace import Trace
+from .common import node_id, stream, tools_or_classic
+from .convert import arrays_to_image_batch, image_batch_to_arrays
+from .types import CATEGORY, REWARD, TOOLBOX, TRACE
+
+
+class MCTSPlanner(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        d = MCTSSettings()
+        return io.Schema(
+            node_id="EditAgentsMCTSPlanner", display_name="MCTS Planner (PhotoAgent)", category=CATEGORY,
+            description="Explores sequences of edits with Monte-Carlo tree search on a small preview (UCT selection, "
+                        "perceiver expansion, rollouts to depth d, reward backpropagation), then runs the most visited "
+                        "edits at full size and keeps the best only if it beats the current photo.",
+            inputs=[
+                io.Image.Input("image", tooltip="The photo(s) to improve; each image of a batch on its own."),
+                TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the search may use (default: classic tools)."),
+                REWARD.Input("reward", optional=True, tooltip="How states are scored (default: the classic reward)."),
+                io.Int.Input("simulations", default=d.simulations, min=1, max=2000, tooltip="Simulations per step."),
+                io.Int.Input("depth", default=d.depth, min=1, max=8, tooltip="Rollout depth d (edits looked ahead)."),
+                io.Float.Input("exploration", default=d.exploration, min=0.0, max=10.0, step=0.1,
+                               tooltip="UCT exploration constant: higher tries more alternatives."),
+                io.Int.Input("branching", default=d.branching, min=1, max=32, tooltip="Actions proposed per tree node (K)."),
+                io.Int.Input("top_k", default=d.top_k, min=1, max=8, tooltip="Most-visited actions re-run at full resolution."),
+                io.Int.Input("max_steps", default=d.max_steps, min=1, max=20, tooltip="At most this many edits are kept."),
+                io.Int.Input("patience", default=d.patience, min=1, max=10, tooltip="Stop after this many steps without improvement."),
+                io.Int.Input("preview_side", default=d.preview_side, min=64, max=2048, tooltip="Longest side of the search copy."),
+                io.Float.Input("time_budget_s", default=d.time_budget_s, min=0.1, max=3600.0, step=1.0,
+                               tooltip="Wall-time budget per step (the search stops early when it runs out)."),
+                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, tooltip="Seed of the random rollouts (same seed, same result)."),
+            ],
+            outputs=[io.Image.Output(display_name="image"), io.Image.Output(display_name="steps"),
+                     TRACE.Output(display_name="trace", tooltip="Every step, with the search tree (visits and mean reward).")],
+        )
+
+    @classmethod
+    def execute(cls, image, simulations, depth, exploration, branching, top_k, max_steps, patience, preview_side,
+                time_budget_s, seed, toolbox=None, reward=None) -> io.NodeOutput:
+        import comfy.model_management
+        import comfy.utils
+
+        s = MCTSSettings(simulations=simulations, depth=depth, exploration=exploration, branching=branching, top_k=top_k,
+                         max_steps=max_steps, patience=patience, preview_side=preview_side, time_budget_s=time_budget_s,
+                         seed=seed)
+        arrays = image_batch_to_arrays(image)
+        bar = comfy.utils.ProgressBar(len(arrays) * max_steps)
+        finals, steps, traces = [], [], []
+        for i, arr in enumerate(arrays):
+            result = mcts_enhance(arr, tools_or_classic(toolbox), reward or ClassicReward(), s,
+                                  should_stop=comfy.model_management.throw_exception_if_processing_interrupted,
+                                  on_step=lambda step, total, text, i=i: bar.update_absolute(i * max_steps + step),
+                                  agent="photoagent" if len(arrays) == 1 else f"photoagent[{i}]")
+            finals.append(result.image)
+            steps.extend(result.steps)
+            traces.append(result.trace)
+        trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title="PhotoAgent MCTS (batch)")
+        stream(trace, node_id())
+        return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
+
+
+NODES = [MCTSPlanner]
