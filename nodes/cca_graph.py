@@ -11,6 +11,7 @@ from comfy_api.latest import io
 
 from ..agents.records import Handoff
 from .apply_tools import RESUME
+from .common import present
 from .convert import arrays_to_image_batch
 from .types import CATEGORY, FEEDBACK, TRACE
 
@@ -19,25 +20,22 @@ RESUME_TIP = "Internal: set by the CCA Loop's expansion; leave unconnected."
 
 def expand_round(graph, cfg: dict, rnd: int, last: dict, best: Handoff | None, bests: list, trace) -> io.NodeOutput:
     """Round ``rnd`` as role nodes, then a Round End that decides what comes next."""
-    def given(**kw):
-        return {k: v for k, v in kw.items() if v is not None}
-
     base = cfg["image"] if cfg["restart_from_original"] or best is None else arrays_to_image_batch([best.image])
     feedback_out, trace_out = {}, trace
     for g in ("generator-1", "generator-2"):
         rival = last.get("generator-2" if g == "generator-1" else "generator-1")
-        planner = graph.node("EditAgentsPlanner", id=f"r{rnd}.{g}.plan", **given(
+        planner = graph.node("EditAgentsPlanner", id=f"r{rnd}.{g}.plan", **present(
             image=cfg["image"], instruction=cfg["instruction"], mode="instructed", mood="", caption=cfg["caption"],
             brain=cfg["brains"][g]["planner"], toolbox=cfg["toolbox"], feedback=last.get(g), rival_feedback=rival,
             trace=trace_out, rerun_every_time=True))
-        executor = graph.node("EditAgentsExecutor", id=f"r{rnd}.{g}.execute", **given(
+        executor = graph.node("EditAgentsExecutor", id=f"r{rnd}.{g}.execute", **present(
             image=base, plan=planner.out(0), brain=cfg["brains"][g]["executor"], toolbox=cfg["toolbox"],
             feedback=last.get(g), trace=planner.out(1), rerun_every_time=True))
-        critic = graph.node("EditAgentsCritic", id=f"r{rnd}.{g}.critic", **given(
+        critic = graph.node("EditAgentsCritic", id=f"r{rnd}.{g}.critic", **present(
             original=cfg["image"], plan=executor.out(1), mode="discriminator (CCA)", brain=cfg["discriminator"],
             trace=executor.out(2), rerun_every_time=True))
         feedback_out[g], trace_out = critic.out(0), critic.out(1)
-    pick = graph.node("EditAgentsAggregator", id=f"r{rnd}.compete", **given(
+    pick = graph.node("EditAgentsAggregator", id=f"r{rnd}.compete", **present(
         feedback_1=feedback_out["generator-1"], feedback_2=feedback_out["generator-2"], feedback_3=best,
         mode="pick the best (CCA)", accept_score=cfg["min_score"], brain=cfg["competitor"], trace=trace_out,
         rerun_every_time=True))

@@ -10,6 +10,7 @@ from comfy_api.latest import io
 
 from ..agents.records import Handoff, Plan
 from .apply_tools import RESUME
+from .common import present
 from .convert import arrays_to_image_batch, image_batch_to_arrays
 from .types import CATEGORY, FEEDBACK, TRACE
 
@@ -18,25 +19,22 @@ EXPERTS = ("intent", "quality", "fidelity")
 
 def expand_attempt(graph, cfg: dict, state: dict, previous: Handoff | None) -> io.NodeOutput:
     """One attempt at the current subtask as role nodes, then a Step node that decides what comes next."""
-    def given(**kw):
-        return {k: v for k, v in kw.items() if v is not None}
-
     sub_index, attempt = state["subtask"], state["attempt"]
     sub = state["plan"].subtasks[sub_index]
     tag = f"s{sub_index}.a{attempt}"
     current = arrays_to_image_batch([state["current"]])
     one = Handoff(cfg["request"], Plan([sub]), round=attempt, agent="imagagent")
-    executor = graph.node("EditAgentsExecutor", id=f"{tag}.execute", **given(
+    executor = graph.node("EditAgentsExecutor", id=f"{tag}.execute", **present(
         image=current, plan=one, brain=cfg["executor"], toolbox=cfg["toolbox"], feedback=previous,
         trace=state["trace"], rerun_every_time=True))
     trace_out, feedbacks = executor.out(2), []
     for name, brain in zip(EXPERTS, cfg["experts"]):
-        critic = graph.node("EditAgentsCritic", id=f"{tag}.{name}", **given(
+        critic = graph.node("EditAgentsCritic", id=f"{tag}.{name}", **present(
             original=current, plan=executor.out(1), mode=f"expert: {name}", brain=brain, trace=trace_out,
             rerun_every_time=True))
         feedbacks.append(critic.out(0))
         trace_out = critic.out(1)
-    merge = graph.node("EditAgentsAggregator", id=f"{tag}.aggregate", **given(
+    merge = graph.node("EditAgentsAggregator", id=f"{tag}.aggregate", **present(
         feedback_1=feedbacks[0], feedback_2=feedbacks[1], feedback_3=feedbacks[2], mode="merge critiques (IMAGAgent)",
         accept_score=cfg["accept_score"], brain=cfg["aggregator"], trace=trace_out, rerun_every_time=True))
     step = graph.node("EditAgentsClosedLoopStep", id=f"{tag}.step", feedback=merge.out(0), accepted=merge.out(1),

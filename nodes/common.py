@@ -23,6 +23,19 @@ def fingerprint(kwargs: dict) -> float:
     return float("nan") if kwargs.get("rerun_every_time") else 0.0
 
 
+class Rerunnable:
+    """Mixin for nodes with a ``rerun_every_time`` input."""
+
+    @classmethod
+    def fingerprint_inputs(cls, **kwargs):
+        return fingerprint(kwargs)
+
+
+def present(**inputs):
+    """The inputs that are set (expanded nodes get no value for unconnected optional inputs)."""
+    return {k: v for k, v in inputs.items() if v is not None}
+
+
 def brain_or_rule(brain):
     return brain if brain is not None else RuleBrain()
 

@@ -12,7 +12,7 @@ from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, cca_resu
                             closed_loop_result, closed_loop_start, closed_loop_subtask)
 from ..agents.records import EditRequest, Feedback, Handoff
 from ..agents.rule_brain import RuleBrain
-from .common import fingerprint, node_id, one_image, rerun_input, stream, tools_or_classic
+from .common import Rerunnable, node_id, one_image, rerun_input, present, stream, tools_or_classic
 from .apply_tools import RESUME
 from .convert import arrays_to_image_batch
 from .types import BRAIN, CATEGORY, FEEDBACK, TOOLBOX, TRACE
@@ -22,7 +22,7 @@ RESUME_TIP = "Internal: set when this node expands a clone of itself for the nex
 
 def _continue(graph, node_id: str, tag: str, inputs: dict, resume: dict):
     """The next round or subtask as a clone of this node (ComfyUI node expansion)."""
-    nxt = graph.node(node_id, id=tag, resume=resume, **{k: v for k, v in inputs.items() if v is not None})
+    nxt = graph.node(node_id, id=tag, resume=resume, **present(**inputs))
     return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), nxt.out(3), expand=graph.finalize())
 
 
@@ -45,7 +45,7 @@ def _stop_and_progress(total: int):
     return comfy.model_management.throw_exception_if_processing_interrupted, bar
 
 
-class CCALoop(io.ComfyNode):
+class CCALoop(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         d = CCASettings()
@@ -81,10 +81,6 @@ class CCALoop(io.ComfyNode):
                      TRACE.Output(display_name="trace"),
                      FEEDBACK.Output(display_name="feedback", tooltip="The best result's plan and feedback.")],
         )
-
-    @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
 
     @classmethod
     async def execute(cls, image, instruction, caption, rounds, early_stop, restart_from_original, min_score,
@@ -141,7 +137,7 @@ class CCALoop(io.ComfyNode):
                                           + (" (stopped early)" if result.stopped_early else "")]})
 
 
-class ClosedLoop(io.ComfyNode):
+class ClosedLoop(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         d = ClosedLoopSettings()
@@ -172,10 +168,6 @@ class ClosedLoop(io.ComfyNode):
                      TRACE.Output(display_name="trace"),
                      FEEDBACK.Output(display_name="feedback", tooltip="The plan and the last subtask's merged feedback.")],
         )
-
-    @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
 
     @classmethod
     async def execute(cls, image, instruction, max_attempts, accept_score, rerun_every_time, toolbox=None,

@@ -12,7 +12,8 @@ from comfy_api.latest import io
 from ..agents import roles
 from ..agents.brain import close_brains
 from ..agents.records import Critique, EditRequest, Feedback, Handoff, Plan, Subtask, ToolCall
-from .common import (brain_or_rule, continue_trace, fingerprint, one_image, rerun_input, tools_or_classic, where)
+from .common import (Rerunnable, brain_or_rule, continue_trace, one_image, present, rerun_input, tools_or_classic,
+                     where)
 from .convert import arrays_to_image_batch
 from .apply_tools import RESUME
 from .types import BRAIN, CATEGORY, FEEDBACK, PLAN, TOOLBOX, TRACE
@@ -29,7 +30,7 @@ def _trace_in():
     return TRACE.Input("trace", optional=True, tooltip="An earlier node's trace to continue, so unrolled rounds make one trace.")
 
 
-class Planner(io.ComfyNode):
+class Planner(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
@@ -56,10 +57,6 @@ class Planner(io.ComfyNode):
         )
 
     @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
-
-    @classmethod
     async def execute(cls, image, instruction, mode, mood, caption, rerun_every_time, brain=None, toolbox=None,
                       feedback=None, rival_feedback=None, trace=None) -> io.NodeOutput:
         try:
@@ -81,7 +78,7 @@ class Planner(io.ComfyNode):
         return io.NodeOutput(handoff, tr, ui={"text": [plan.summary()]})
 
 
-class Executor(io.ComfyNode):
+class Executor(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
@@ -102,10 +99,6 @@ class Executor(io.ComfyNode):
                      TRACE.Output(display_name="trace")],
             enable_expand=True,  # graph tools run as expanded ComfyUI nodes
         )
-
-    @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
 
     @classmethod
     async def execute(cls, image, plan, rerun_every_time, brain=None, toolbox=None, feedback=None, trace=None,
@@ -156,11 +149,10 @@ def _expand_graph_tool(graph, tools, call, index, current, trace, plan, chains, 
     trace.add("executor", plan.agent, f"{call.label()} (graph tool, expanded)", round=plan.round, subtask=index,
               inputs={"tool": call.tool, "params": call.params}, outputs={"expanded_nodes": sorted(graph.nodes)})
     resume = {"trace": trace, "chains": chains, "at": index}
-    given = {k: v for k, v in inputs.items() if v is not None}
-    return graph.node("EditAgentsExecutor", id=f"resume{index}", image=result, plan=plan, resume=resume, **given)
+    return graph.node("EditAgentsExecutor", id=f"resume{index}", image=result, plan=plan, resume=resume, **present(**inputs))
 
 
-class Critic(io.ComfyNode):
+class Critic(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
@@ -178,10 +170,6 @@ class Critic(io.ComfyNode):
             outputs=[FEEDBACK.Output(display_name="feedback", tooltip="For an Aggregator, or the next round's Planner/Executor."),
                      TRACE.Output(display_name="trace")],
         )
-
-    @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
 
     @classmethod
     async def execute(cls, original, plan, mode, rerun_every_time, brain=None, trace=None) -> io.NodeOutput:
@@ -222,7 +210,7 @@ def _feedback_text(fb: Feedback) -> str:
     return "\n".join(lines)
 
 
-class Aggregator(io.ComfyNode):
+class Aggregator(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
@@ -245,10 +233,6 @@ class Aggregator(io.ComfyNode):
                      io.Image.Output(display_name="image", tooltip="The judged (or best) edited image."),
                      TRACE.Output(display_name="trace")],
         )
-
-    @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
 
     @classmethod
     async def execute(cls, feedback_1, mode, accept_score, rerun_every_time, feedback_2=None, feedback_3=None, brain=None,
@@ -278,7 +262,7 @@ class Aggregator(io.ComfyNode):
                              ui={"text": [f"{'accepted' if accepted else 'not accepted'}: {_feedback_text(out.feedback)}"]})
 
 
-class Perceiver(io.ComfyNode):
+class Perceiver(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
@@ -296,10 +280,6 @@ class Perceiver(io.ComfyNode):
             outputs=[PLAN.Output(display_name="plan", tooltip="The proposed actions as a plan (the Executor runs them as proposed)."),
                      TRACE.Output(display_name="trace")],
         )
-
-    @classmethod
-    def fingerprint_inputs(cls, **kwargs):
-        return fingerprint(kwargs)
 
     @classmethod
     async def execute(cls, image, k, mood, rerun_every_time, brain=None, toolbox=None, trace=None) -> io.NodeOutput:
