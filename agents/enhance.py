@@ -54,6 +54,27 @@ class EnhanceResult:
     trace: Trace = field(default_factory=Trace)
 
 
+def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[ToolCall, str]], current: np.ndarray,
+                 original: np.ndarray, trace: Trace, agent: str, step: int,
+                 should_stop: Callable[[], None] | None = None) -> tuple:
+    """PhotoAgent's check: run the preview winners at full resolution, score each against the
+    original, and return the best as (score, call, image). ``calls`` pairs each call with a label note."""
+    best = None
+    for call, note in calls:
+        if should_stop:
+            should_stop()
+        t = time.perf_counter()
+        out, params, _ = tools.call(call.tool, current, call.params)
+        s = reward.score(out, original)
+        trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
+                  inputs={"tool": call.tool, "params": params}, scores=s.as_dict())
+        if best is None or s.total > best[0].total:
+            best = (s, call, out)
+    if best is None:
+        raise ValueError("nothing to re-score: no candidate actions")
+    return best
+
+
 def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
             settings: EnhanceSettings | None = None, perceiver: RulePerceiver | None = None,
             should_stop: Callable[[], None] | None = None,
@@ -105,18 +126,8 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             tried.add(call.key())
         ranked.sort(key=lambda r: -r[0])
         # Re-run the best few at full resolution and keep the best if it beats the current state.
-        best = None
-        for _, call in ranked[:settings.top_k]:
-            if should_stop:
-                should_stop()
-            t = time.perf_counter()
-            out, params, _ = tools.call(call.tool, current, call.params)
-            s = reward.score(out, original)
-            trace.add("reward", agent, f"full-resolution {call.label()}", started=t, round=step,
-                      inputs={"tool": call.tool, "params": params}, scores=s.as_dict())
-            if best is None or s.total > best[0].total:
-                best = (s, call, out)
-        assert best is not None
+        best = rescore_best(tools, reward, [(c, "") for _, c in ranked[:settings.top_k]], current, original,
+                            trace, agent, step, should_stop)
         gain = best[0].total - current_score.total
         if gain > settings.min_gain:
             current, current_score = best[2], best[0]

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..tools.imageops import resize_longest
 from ..tools.spec import ToolRegistry
+from .enhance import rescore_best
 from .perceiver import RulePerceiver
 from .records import ToolCall
 from .reward import ClassicReward, image_statistics
@@ -179,15 +180,9 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
         if not ranked:
             trace.add("loop", agent, "stop: nothing to try", round=step)
             break
-        best = None
-        for child in ranked:  # re-run the most visited first actions at full resolution
-            t = time.perf_counter()
-            out, params, _ = tools.call(child.action.tool, current, child.action.params)
-            sc = reward.score(out, image)
-            trace.add("reward", agent, f"full-resolution {child.action.label()} (visits {child.visits})", started=t,
-                      round=step, inputs={"tool": child.action.tool, "params": params}, scores=sc.as_dict())
-            if best is None or sc.total > best[0].total:
-                best = (sc, child.action, out)
+        # re-run the most visited first actions at full resolution
+        best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in ranked], current, image,
+                            trace, agent, step, should_stop)
         gain = best[0].total - current_score.total
         if gain > s.min_gain:
             current, current_score = best[2], best[0]

@@ -90,3 +90,28 @@ def node_id() -> str | None:
 
     ctx = get_executing_context()
     return ctx.node_id if ctx is not None else None
+
+
+def run_per_image(image, max_steps: int, title: str, run):
+    """Run a PhotoAgent search on each image of a batch, with one progress bar and one trace.
+
+    ``run(array, should_stop, on_step, agent)`` returns a result with ``image``, ``steps`` and ``trace``.
+    Returns (final images, step images, trace)."""
+    import comfy.model_management
+    import comfy.utils
+
+    arrays = image_batch_to_arrays(image)
+    total = len(arrays) * max_steps
+    bar = comfy.utils.ProgressBar(total)
+    finals, steps, traces = [], [], []
+    for i, arr in enumerate(arrays):
+        result = run(arr, comfy.model_management.throw_exception_if_processing_interrupted,
+                     lambda step, _total, _text, i=i: bar.update_absolute(i * max_steps + step, total),
+                     "photoagent" if len(arrays) == 1 else f"photoagent[{i}]")
+        finals.append(result.image)
+        steps.extend(result.steps)
+        traces.append(result.trace)
+    bar.update_absolute(total, total)
+    trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title=f"{title} (batch)")
+    stream(trace, node_id())  # the search ran in one go: send its steps now
+    return finals, steps, trace

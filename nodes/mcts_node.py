@@ -5,9 +5,8 @@ from comfy_api.latest import io
 
 from ..agents.mcts import MCTSSettings, mcts_enhance
 from ..agents.reward import ClassicReward
-from ..agents.trace import Trace
-from .common import node_id, stream, tools_or_classic
-from .convert import arrays_to_image_batch, image_batch_to_arrays
+from .common import run_per_image, tools_or_classic
+from .convert import arrays_to_image_batch
 from .types import CATEGORY, REWARD, TOOLBOX, TRACE
 
 
@@ -44,25 +43,14 @@ class MCTSPlanner(io.ComfyNode):
     @classmethod
     def execute(cls, image, simulations, depth, exploration, branching, top_k, max_steps, patience, preview_side,
                 time_budget_s, seed, toolbox=None, reward=None) -> io.NodeOutput:
-        import comfy.model_management
-        import comfy.utils
-
         s = MCTSSettings(simulations=simulations, depth=depth, exploration=exploration, branching=branching, top_k=top_k,
                          max_steps=max_steps, patience=patience, preview_side=preview_side, time_budget_s=time_budget_s,
                          seed=seed)
-        arrays = image_batch_to_arrays(image)
-        bar = comfy.utils.ProgressBar(len(arrays) * max_steps)
-        finals, steps, traces = [], [], []
-        for i, arr in enumerate(arrays):
-            result = mcts_enhance(arr, tools_or_classic(toolbox), reward or ClassicReward(), s,
-                                  should_stop=comfy.model_management.throw_exception_if_processing_interrupted,
-                                  on_step=lambda step, total, text, i=i: bar.update_absolute(i * max_steps + step),
-                                  agent="photoagent" if len(arrays) == 1 else f"photoagent[{i}]")
-            finals.append(result.image)
-            steps.extend(result.steps)
-            traces.append(result.trace)
-        trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title="PhotoAgent MCTS (batch)")
-        stream(trace, node_id())
+        tools, scorer = tools_or_classic(toolbox), reward or ClassicReward()
+        finals, steps, trace = run_per_image(
+            image, max_steps, "PhotoAgent MCTS",
+            lambda arr, stop, on_step, agent: mcts_enhance(arr, tools, scorer, s, should_stop=stop, on_step=on_step,
+                                                           agent=agent))
         return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
 
 

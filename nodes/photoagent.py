@@ -5,10 +5,8 @@ from comfy_api.latest import io
 
 from ..agents.enhance import EnhanceSettings, enhance
 from ..agents.reward import ClassicReward
-from ..agents.trace import Trace
-from ..tools import default_registry
-from .common import node_id, stream
-from .convert import arrays_to_image_batch, image_batch_to_arrays
+from .common import run_per_image, tools_or_classic
+from .convert import arrays_to_image_batch
 from .types import CATEGORY, REWARD, TOOLBOX, TRACE
 
 
@@ -50,31 +48,13 @@ class PhotoAgent(io.ComfyNode):
     @classmethod
     def execute(cls, image, max_steps, candidates, top_k, patience, min_gain, preview_side,
                 toolbox=None, reward=None) -> io.NodeOutput:
-        import comfy.model_management
-        import comfy.utils
-
         settings = EnhanceSettings(max_steps=max_steps, candidates=candidates, top_k=top_k,
                                    patience=patience, min_gain=min_gain, preview_side=preview_side)
-        tools = toolbox if toolbox is not None else default_registry().subset(categories=["classic"])
-        scorer = reward if reward is not None else ClassicReward()
-        arrays = image_batch_to_arrays(image)
-        bar = comfy.utils.ProgressBar(len(arrays) * settings.max_steps)
-
-        def should_stop():
-            comfy.model_management.throw_exception_if_processing_interrupted()
-
-        finals, steps, traces = [], [], []
-        for i, arr in enumerate(arrays):
-            def on_step(step, total, text, i=i):
-                bar.update_absolute(i * settings.max_steps + step, len(arrays) * settings.max_steps)
-            result = enhance(arr, tools, scorer, settings, should_stop=should_stop, on_step=on_step,
-                             agent="photoagent" if len(arrays) == 1 else f"photoagent[{i}]")
-            finals.append(result.image)
-            steps.extend(result.steps)
-            traces.append(result.trace)
-        bar.update_absolute(len(arrays) * settings.max_steps)
-        trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title="PhotoAgent enhance (batch)")
-        stream(trace, node_id())  # the loop ran in one go: send its steps now
+        tools, scorer = tools_or_classic(toolbox), reward or ClassicReward()
+        finals, steps, trace = run_per_image(
+            image, max_steps, "PhotoAgent enhance",
+            lambda arr, stop, on_step, agent: enhance(arr, tools, scorer, settings, should_stop=stop, on_step=on_step,
+                                                      agent=agent))
         return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
 
 

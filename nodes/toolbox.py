@@ -30,8 +30,9 @@ def _categories(choice: str) -> list[str]:
 class Toolbox(io.ComfyNode):
     @classmethod
     def define_schema(cls):
-        models = [io.Combo.Input(name, options=model_choices(kind), default=model_choices(kind)[0], tooltip=tip)
-                  for name, (kind, tip) in MODEL_INPUTS.items()]
+        choices = {name: model_choices(kind) for name, (kind, _) in MODEL_INPUTS.items()}  # one folder listing each
+        models = [io.Combo.Input(name, options=choices[name], default=choices[name][0], tooltip=tip)
+                  for name, (_, tip) in MODEL_INPUTS.items()]
         return io.Schema(
             node_id="EditAgentsToolbox",
             display_name="Toolbox",
