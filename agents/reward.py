@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
@@ -23,6 +23,10 @@ IDEAL_CONTRAST = (0.19, 0.30)  # RMS contrast (std of luminance)
 GOOD_COLOURFULNESS = 0.16  # Hasler-Suesstrunk spread term on a 0..1 scale (~40 on 0..255)
 METRIC_SIDE = 512  # statistics are computed on a copy at most this long: fast, size-independent
 
+STATISTICS = ("exposure", "clipping", "contrast", "colourfulness", "colour_cast", "sharpness", "noise")
+CLASSIC_IQA = ("brisque", "niqe")
+LEARNED = ("aesthetic", "clip", "image_reward", "vlm")
+
 DEFAULT_WEIGHTS: dict[str, float] = {
     "exposure": 1.0,
     "clipping": 1.0,
@@ -31,13 +35,37 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "colour_cast": 0.3,
     "sharpness": 0.4,
     "noise": 0.6,
+    "brisque": 0.5,
+    "niqe": 0.5,
+    # learned components: PhotoAgent's weights (CLIP 1.0, aesthetic 2.0, ImageReward 2.0, UGC-style score 0.8);
+    # each is used only when its model (or brain) is there, and skipped with a note otherwise
+    "aesthetic": 2.0,
+    "clip": 1.0,
+    "image_reward": 2.0,
+    "vlm": 0.8,
 }
+RAW_OF = {"exposure": "mean_luma", "clipping": "clip_bright", "contrast": "rms_contrast",
+          "colourfulness": "colourfulness", "colour_cast": "colour_cast", "sharpness": "sharpness",
+          "noise": "noise_sigma", "brisque": "brisque", "niqe": "niqe", "preservation": "structure_similarity"}
+
+
+class LearnedScorer(Protocol):
+    """A learned reward component: a model (or a brain) that rates an image."""
+
+    name: str
+
+    def unavailable(self) -> str | None:
+        """Why this scorer cannot run here (missing weights, package or brain), or None when it can."""
+
+    def measure(self, img: np.ndarray, mood: str) -> tuple[float, float]:
+        """(raw score, normalised 0..1) of ``img``; ``mood`` is the target mood text ('' when none)."""
 
 
 @dataclass(frozen=True)
 class RewardConfig:
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     preservation: float = 1.5  # penalty weight on (1 - structure similarity to the input)
+    mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
         unknown = set(self.weights) - set(DEFAULT_WEIGHTS)
@@ -47,6 +75,8 @@ class RewardConfig:
             raise ValueError("reward weights must be finite and >= 0")
         if sum(self.weights.values()) <= 0:
             raise ValueError("at least one reward weight must be above 0")
+        if not math.isfinite(self.preservation) or self.preservation < 0:
+            raise ValueError(f"preservation must be a finite number >= 0, got {self.preservation}")
 
 
 @dataclass(frozen=True)
@@ -54,11 +84,24 @@ class Score:
     total: float
     components: dict[str, float]  # normalised, 0..1
     raw: dict[str, float]  # the statistics behind them
+    weights: dict[str, float] = field(default_factory=dict)  # weights used, renormalised over the components present
+    skipped: dict[str, str] = field(default_factory=dict)  # component -> why it was left out
 
     def as_dict(self) -> dict[str, float]:
         out = {"total": round(self.total, 5)}
         out.update({f"{k}": round(v, 4) for k, v in self.components.items()})
         return out
+
+    def report(self) -> dict[str, Any]:
+        """Per component: raw value, normalised value and weight; plus the skipped ones with why."""
+        rows = {name: {"raw": _round(self.raw.get(RAW_OF.get(name, name))), "normalised": round(value, 4),
+                       "weight": round(self.weights.get(name, 0.0), 4)}
+                for name, value in self.components.items()}
+        return {"total": round(self.total, 5), "components": rows, "skipped": dict(self.skipped)}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 5)
 
 
 def image_statistics(img: np.ndarray) -> dict[str, float]:
@@ -159,22 +202,95 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.clip((cov + c3) / (np.sqrt(va * vb) + c3), -1, 1).mean())
 
 
-class ClassicReward:
-    """Scores an image (optionally against the original) with the classic components."""
+def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[str, float]:
+    """BRISQUE and NIQE of an image, on the same <=512 px copy as the statistics.
 
-    def __init__(self, config: RewardConfig | None = None):
+    NIQE needs 192 px on the short side; smaller copies (search previews) are upscaled to that first.
+    """
+    from .iqa import NIQE_BLOCK, brisque, niqe, to_gray255
+
+    gray = to_gray255(resize_longest(img, METRIC_SIDE))
+    out: dict[str, float] = {}
+    if "brisque" in want:
+        out["brisque"] = brisque(gray) if min(gray.shape) >= 16 else float("nan")  # too small to measure
+    if "niqe" in want:
+        short = min(gray.shape)
+        if short < 2 * NIQE_BLOCK:
+            cv2 = require("cv2")
+            f = 2 * NIQE_BLOCK / short
+            gray = cv2.resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)),
+                              interpolation=cv2.INTER_CUBIC)
+        out["niqe"] = niqe(gray)
+    return out
+
+
+def normalise_iqa(raw: Mapping[str, float]) -> dict[str, float]:
+    """BRISQUE (0 best, ~100 bad) and NIQE (~3 for clean photos, higher is worse) to 0..1, 1 = good."""
+    out = {}
+    # NaN means the image has no natural-scene structure at all (a flat image): the worst score
+    if "brisque" in raw:
+        out["brisque"] = min(1.0, max(0.0, (80.0 - raw["brisque"]) / 70.0)) if math.isfinite(raw["brisque"]) else 0.0
+    if "niqe" in raw:
+        out["niqe"] = min(1.0, max(0.0, (10.0 - raw["niqe"]) / 7.0)) if math.isfinite(raw["niqe"]) else 0.0
+    return out
+
+
+class Reward:
+    """PhotoAgent's reward ensemble: a weighted mean of normalised components minus a preservation penalty.
+
+    Components: image statistics and BRISQUE/NIQE (always there, no weights needed), plus the learned
+    scorers handed in (aesthetic, CLIP similarity, ImageReward, VLM score). A component whose model is
+    missing, or whose weight is 0, is skipped with a note and the other weights are renormalised.
+    """
+
+    def __init__(self, config: RewardConfig | None = None, scorers: Mapping[str, LearnedScorer] | None = None):
         self.config = config or RewardConfig()
+        weights = self.config.weights
+        self.skipped: dict[str, str] = {}
+        self.scorers: dict[str, LearnedScorer] = {}
+        scorers = dict(scorers or {})
+        for name in LEARNED:
+            if weights.get(name, 0.0) <= 0:
+                continue
+            scorer = scorers.get(name)
+            why = "not connected" if scorer is None else scorer.unavailable()
+            if why is None and name == "clip" and not self.config.mood.strip():
+                why = "no mood text (CLIP similarity scores a photo against the target mood)"
+            if why is None:
+                self.scorers[name] = scorer
+            else:
+                self.skipped[name] = why
+        self.active = {k: w for k, w in weights.items()
+                       if w > 0 and (k in STATISTICS or k in CLASSIC_IQA or k in self.scorers)}
+        if not self.active:
+            raise ValueError("no reward component is available: give at least one statistic, BRISQUE or NIQE a weight "
+                             f"above 0 (skipped: {self.skipped})")
+        self._norm = sum(self.active.values())
+
+    def describe(self) -> str:
+        parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
+        skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
+        return "reward = " + " + ".join(parts) + (f" (skipped {skipped})" if skipped else "")
 
     def score(self, img: np.ndarray, original: np.ndarray | None = None) -> Score:
         raw = image_statistics(img)
-        comps = normalise(raw)
-        weights = self.config.weights
-        wsum = sum(weights.values())
-        quality = sum(weights.get(k, 0.0) * v for k, v in comps.items()) / wsum
+        comps = {k: v for k, v in normalise(raw).items() if k in self.active}
+        iqa_wanted = tuple(k for k in CLASSIC_IQA if k in self.active)
+        if iqa_wanted:
+            iqa_raw = brisque_niqe(img, iqa_wanted)
+            raw.update(iqa_raw)
+            comps.update(normalise_iqa(iqa_raw))
+        for name, scorer in self.scorers.items():
+            raw[name], comps[name] = scorer.measure(img, self.config.mood)
+        weights = {k: self.active[k] / self._norm for k in comps}
+        quality = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
         total = quality
         if original is not None and self.config.preservation > 0:
             sim = structure_similarity(original, img)
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
             total -= self.config.preservation * (1.0 - sim)
-        return Score(total=float(total), components=comps, raw=raw)
+        return Score(total=float(total), components=comps, raw=raw, weights=weights, skipped=dict(self.skipped))
+
+
+ClassicReward = Reward  # the ensemble with no learned scorers is the classic reward

@@ -99,6 +99,15 @@ def ui_to_api(ui: dict, object_info: dict) -> dict:
                         next(it)  # the frontend stores an extra widget value after these
                 except StopIteration:
                     break
+        # A workflow saved by an older version may lack widgets added since: the frontend shows their
+        # defaults, so the conversion uses them too.
+        linked = {inp["name"] for inp in node.get("inputs") or [] if inp.get("link") is not None}
+        for name in order.get("required", []):
+            spec = specs[name]
+            if name not in inputs and name not in linked and _is_widget(spec):
+                default = _default(spec)
+                if default is not None:
+                    inputs[name] = default
         for inp in node.get("inputs") or []:
             if inp.get("link") is None:
                 continue
@@ -108,6 +117,17 @@ def ui_to_api(ui: dict, object_info: dict) -> dict:
         prompt[str(node["id"])] = {"class_type": kind, "inputs": inputs,
                                    "_meta": {"title": node.get("title") or info.get("display_name") or kind}}
     return prompt
+
+
+def _default(spec: list) -> Any:
+    opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
+    if "default" in opts:
+        return opts["default"]
+    if isinstance(spec[0], list) and spec[0]:  # a legacy combo: the first option
+        return spec[0][0]
+    if spec[0] == "COMBO" and opts.get("options"):
+        return opts["options"][0]
+    return None
 
 
 async def to_api(data: dict, client) -> dict:

@@ -1,10 +1,12 @@
-"""Reward node: how agents score an image."""
+"""Reward node: how agents score an image (PhotoAgent's reward ensemble)."""
 from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..agents.reward import DEFAULT_WEIGHTS, ClassicReward, RewardConfig
-from .types import CATEGORY, REWARD
+from ..agents.reward import DEFAULT_WEIGHTS, Reward as RewardEnsemble, RewardConfig
+from ..tools.scorers import learned_scorers
+from .runtime import comfy_runtime, model_choices
+from .types import BRAIN, CATEGORY, REWARD
 
 _TIPS = {
     "exposure": "Weight of 'mean brightness close to a well-exposed photo'.",
@@ -14,29 +16,60 @@ _TIPS = {
     "colour_cast": "Weight of 'grays and whites look neutral'. Lower it to keep warm or cool moods.",
     "sharpness": "Weight of 'fine detail present'.",
     "noise": "Weight of 'little noise in flat areas'.",
+    "brisque": "Weight of BRISQUE (no-reference quality, LIVE-trained; no download needed).",
+    "niqe": "Weight of NIQE (distance from pristine natural-photo statistics; no download needed).",
+    "aesthetic": "Weight of the LAION aesthetic predictor (needs a CLIP model in models/clip-hf/ and the head in "
+                 "models/aesthetic/; skipped with a note when missing).",
+    "clip": "Weight of CLIP similarity between the photo and the mood text (needs models/clip-hf/ and a mood).",
+    "image_reward": "Weight of ImageReward (needs models/ImageReward/ and pip install image-reward).",
+    "vlm": "Weight of a 1-10 rating by the connected vision brain (one call per scored image: slow with MCTS).",
 }
+# Widget order: the first eight are those of earlier versions, so saved workflows keep their values.
+ORDER = ("exposure", "clipping", "contrast", "colourfulness", "colour_cast", "sharpness", "noise")
+LATER = ("brisque", "niqe", "aesthetic", "clip", "image_reward", "vlm")
+MODELS = {"clip_model": ("clip", "CLIP folder (transformers layout) in models/clip-hf/, for aesthetic and CLIP similarity."),
+          "aesthetic_model": ("aesthetic", "Aesthetic predictor head in models/aesthetic/ (e.g. sac+logos+ava1-l14-linearMSE.pth)."),
+          "image_reward_model": ("image-reward", "Folder with ImageReward.pt and med_config.json in models/ImageReward/.")}
+
+
+def _weight(name: str) -> io.Float.Input:
+    return io.Float.Input(name, default=DEFAULT_WEIGHTS[name], min=0.0, max=10.0, step=0.05, tooltip=_TIPS[name])
 
 
 class Reward(io.ComfyNode):
     @classmethod
     def define_schema(cls):
-        inputs = [io.Float.Input(name, default=w, min=0.0, max=10.0, step=0.05, tooltip=_TIPS[name])
-                  for name, w in DEFAULT_WEIGHTS.items()]
-        inputs.append(io.Float.Input("preservation", default=RewardConfig().preservation, min=0.0, max=10.0, step=0.05,
-                                     tooltip="Penalty for changing the photo's structure (1 - similarity to the input). Higher = gentler edits."))
+        models = [io.Combo.Input(name, options=model_choices(kind), default=model_choices(kind)[0], tooltip=tip)
+                  for name, (kind, tip) in MODELS.items()]
         return io.Schema(
             node_id="EditAgentsReward",
-            display_name="Reward (classic)",
+            display_name="Reward",
             category=CATEGORY,
-            description="A weighted no-reference quality reward from image statistics (no model weights), "
-                        "minus a content-preservation penalty so edits improve the photo instead of replacing it.",
-            inputs=inputs,
-            outputs=[REWARD.Output(display_name="reward", tooltip="The reward, for the PhotoAgent loop.")],
+            description="PhotoAgent's reward ensemble: image statistics, BRISQUE and NIQE (no downloads), plus learned "
+                        "components (aesthetic, CLIP similarity, ImageReward, a VLM rating) when their models or brain "
+                        "are there; missing ones are skipped with a note and the weights renormalised. A "
+                        "content-preservation penalty keeps edits from replacing the photo.",
+            inputs=[
+                *[_weight(n) for n in ORDER],
+                io.Float.Input("preservation", default=RewardConfig().preservation, min=0.0, max=10.0, step=0.05,
+                               tooltip="Penalty for changing the photo's structure (1 - similarity to the input). "
+                                       "Higher = gentler edits."),
+                *[_weight(n) for n in LATER],
+                io.String.Input("mood", default="", multiline=False,
+                                tooltip="Mood-guided mode: the target mood (e.g. 'warm golden hour'), read by CLIP "
+                                        "similarity, ImageReward and the VLM rating. Empty = plain 'make it better'."),
+                *models,
+                BRAIN.Input("vision_brain", optional=True, tooltip="A vision-language brain for the VLM rating."),
+            ],
+            outputs=[REWARD.Output(display_name="reward", tooltip="The reward, for PhotoAgent and the MCTS Planner.")],
         )
 
     @classmethod
-    def execute(cls, preservation: float, **weights: float) -> io.NodeOutput:
-        return io.NodeOutput(ClassicReward(RewardConfig(weights=weights, preservation=preservation)))
+    def execute(cls, preservation: float, mood: str, clip_model: str, aesthetic_model: str, image_reward_model: str,
+                vision_brain=None, **weights: float) -> io.NodeOutput:
+        runtime = comfy_runtime({"clip": clip_model, "aesthetic": aesthetic_model, "image-reward": image_reward_model})
+        config = RewardConfig(weights=weights, preservation=preservation, mood=mood.strip())
+        return io.NodeOutput(RewardEnsemble(config, learned_scorers(runtime, vision_brain)))
 
 
 NODES = [Reward]

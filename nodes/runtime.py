@@ -6,12 +6,12 @@ from pathlib import Path
 
 from ..tools.models import MODEL_KINDS, ToolRuntime
 
-OUR_FOLDERS = ("grounding-dino", "sams")  # "diffusers" is ComfyUI's own folder
+OUR_FOLDERS = tuple(sorted({k.folder for k in MODEL_KINDS.values()} - {"diffusers"}))  # diffusers is ComfyUI's own
 FIRST_AVAILABLE = "(first available)"
 
 
 def register_model_folders() -> None:
-    """models/grounding-dino and models/sams next to ComfyUI's own folders (idempotent)."""
+    """models/grounding-dino, models/sams, models/clip-hf, ... next to ComfyUI's own folders (idempotent)."""
     import folder_paths
 
     for name in OUR_FOLDERS:

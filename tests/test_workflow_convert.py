@@ -71,3 +71,13 @@ def test_set_image_instruction_and_settings():
         apply_settings(api, ["steps12"])
     with pytest.raises(WorkflowError, match="no node with id or title 'Nope'"):
         find_node(api, "Nope")
+
+
+def test_widgets_added_since_a_workflow_was_saved_take_their_defaults():
+    info = {"Grown": {"input": {"required": {"old": ["FLOAT", {"default": 1.0}], "new": ["FLOAT", {"default": 0.5}],
+                                             "pick": ["COMBO", {"options": ["first", "second"]}],
+                                             "legacy": [["a", "b"], {}], "free": ["STRING", {}]}},
+                      "input_order": {"required": ["old", "new", "pick", "legacy", "free"]}}}
+    old_save = {"nodes": [node(1, "Grown", [2.0])], "links": []}
+    inputs = ui_to_api(old_save, info)["1"]["inputs"]
+    assert inputs == {"old": 2.0, "new": 0.5, "pick": "first", "legacy": "a"}  # 'free' has no default: server names it

@@ -23,6 +23,8 @@ BACKENDS: tuple[Backend, ...] = (
     Backend("openai", "openai", "the OpenAI-compatible brain (OpenAI, Ollama, vLLM, LM Studio, DashScope, ...)"),
     Backend("diffusers", "diffusers", "the diffusers editors (InstructPix2Pix, SD/SDXL inpainting)"),
     Backend("segment_anything", "segment-anything", "SAM masks"),
+    Backend("transformers", "transformers", "GroundingDINO and the CLIP-based reward components"),
+    Backend("ImageReward", "image-reward", "the ImageReward reward component"),
 )
 
 

@@ -34,6 +34,13 @@ MODEL_KINDS: dict[str, ModelKind] = {
     "inpaint": ModelKind("diffusers", "an SD or SDXL inpainting pipeline folder in diffusers layout",
                          "stable-diffusion-v1-5/stable-diffusion-inpainting or "
                          "diffusers/stable-diffusion-xl-1.0-inpainting-0.1"),
+    # reward models
+    "clip": ModelKind("clip-hf", "a CLIP model folder in transformers layout (config.json, model.safetensors, "
+                      "tokenizer and preprocessor files)", "openai/clip-vit-large-patch14"),
+    "aesthetic": ModelKind("aesthetic", "a LAION aesthetic predictor head (.pth or .safetensors) matching the CLIP model",
+                           "sac+logos+ava1-l14-linearMSE.pth from christophschuhmann/improved-aesthetic-predictor"),
+    "image-reward": ModelKind("ImageReward", "a folder with ImageReward.pt and med_config.json",
+                              "THUDM/ImageReward (and pip install image-reward)"),
 }
 
 

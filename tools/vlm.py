@@ -20,12 +20,16 @@ ANSWER_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["
 
 
 def _ask(runtime, role: str, system: str, text: str, schema: dict, img) -> dict[str, Any]:
-    from ..agents.brain import BrainRequest, close_brains
-
     brain = runtime.brain if runtime is not None else None
     if brain is None or getattr(brain, "name", "").startswith("rule"):
         raise ValueError(f"the {role} tool needs a vision-language brain: connect a Brain node with a VLM "
                          "(e.g. Qwen-VL, GPT-4o, LLaVA on Ollama); the offline rule brain cannot see")
+    return ask_brain(brain, role, system, text, schema, img)
+
+
+def ask_brain(brain, role: str, system: str, text: str, schema: dict, img) -> dict[str, Any]:
+    """One validated brain answer about ``img``, from synchronous code (inside or outside an event loop)."""
+    from ..agents.brain import BrainRequest, close_brains
 
     async def go():
         try:

@@ -1,0 +1,247 @@
+"""Classic no-reference quality metrics: BRISQUE and NIQE, as their authors' MATLAB releases compute them.
+
+Both model natural-scene statistics of mean-subtracted contrast-normalised (MSCN) luminance:
+- BRISQUE (Mittal, Moorthy & Bovik 2012) fits generalised Gaussians to the MSCN coefficients and
+  their neighbour products at two scales (36 features) and maps them to a quality score with an
+  RBF support-vector regressor trained on the LIVE database. 0 is best, ~100 is bad.
+- NIQE (Mittal, Soundararajan & Bovik 2013) fits the same kind of features on 96 px blocks and
+  reports the Mahalanobis-like distance between their Gaussian and one fitted to pristine photos.
+  Lower is better (~3 for a clean photo).
+
+Written from the papers' descriptions of the reference code (``brisque_feature.m``,
+``computequality.m``); tests check the scores against the MATLAB releases' numbers on the
+calibration images in ``tests/data/iqa``. Model parameters ship in ``agents/data`` as plain .npz
+(see the README there for provenance). Numpy only, so the pack needs no SciPy.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).parent / "data"
+_SHAPE_GRID = np.arange(0.2, 10.0005, 0.001)  # the reference code's search grid for shape parameters
+
+
+@lru_cache(maxsize=1)
+def _gamma_tables() -> tuple[np.ndarray, np.ndarray]:
+    g = np.array([[math.gamma(1 / a), math.gamma(2 / a), math.gamma(3 / a)] for a in _SHAPE_GRID])
+    aggd_ratio = g[:, 1] ** 2 / (g[:, 0] * g[:, 2])
+    ggd_ratio = g[:, 0] * g[:, 2] / g[:, 1] ** 2
+    return aggd_ratio, ggd_ratio
+
+
+def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
+    """MATLAB's ``rgb2gray`` on uint8 input (rounded to integers), as float64."""
+    if rgb_uint8.ndim == 2:
+        return rgb_uint8.astype(np.float64)
+    weights = np.array([0.298936021293775, 0.587043074451121, 0.114020904255103])
+    return np.round(rgb_uint8[..., :3].astype(np.float64) @ weights)
+
+
+def to_gray255(img: np.ndarray) -> np.ndarray:
+    """A float image in 0..1 (H, W[, C]) -> MATLAB-style gray levels 0..255."""
+    arr = np.clip(np.nan_to_num(np.asarray(img, np.float64)), 0.0, 1.0)
+    u8 = np.round(arr * 255.0).astype(np.uint8)
+    if u8.ndim == 3 and u8.shape[2] < 3:
+        u8 = u8[..., 0]
+    return matlab_gray(u8)
+
+
+# ---------------------------------------------------------------------------- resizing and filtering
+
+def _cubic(x: np.ndarray) -> np.ndarray:
+    ax = np.abs(x)
+    ax2, ax3 = ax ** 2, ax ** 3
+    return ((1.5 * ax3 - 2.5 * ax2 + 1) * (ax <= 1)
+            + (-0.5 * ax3 + 2.5 * ax2 - 4 * ax + 2) * ((ax > 1) & (ax <= 2)))
+
+
+@lru_cache(maxsize=32)
+def _resize_matrix(n_in: int, scale: float) -> np.ndarray:
+    """MATLAB ``imresize`` (bicubic, antialiased when shrinking) along one axis, as a dense matrix."""
+    n_out = int(math.ceil(n_in * scale))
+    width = 4.0 / scale if scale < 1 else 4.0
+    u = np.arange(1, n_out + 1) / scale + 0.5 * (1 - 1 / scale)
+    left = np.floor(u - width / 2)
+    idx = left[:, None] + np.arange(int(math.ceil(width)) + 2)[None, :]
+    dist = u[:, None] - idx
+    w = scale * _cubic(scale * dist) if scale < 1 else _cubic(dist)
+    w /= w.sum(axis=1, keepdims=True)
+    mirror = np.concatenate([np.arange(n_in), np.arange(n_in)[::-1]])  # symmetric padding
+    cols = mirror[np.mod(idx.astype(np.int64) - 1, 2 * n_in)]
+    mat = np.zeros((n_out, n_in))
+    np.add.at(mat, (np.repeat(np.arange(n_out), idx.shape[1]), cols.ravel()), w.ravel())
+    return mat
+
+
+def imresize_half(img: np.ndarray) -> np.ndarray:
+    return _resize_matrix(img.shape[0], 0.5) @ img @ _resize_matrix(img.shape[1], 0.5).T
+
+
+@lru_cache(maxsize=1)
+def _window() -> np.ndarray:
+    ax = np.arange(7) - 3
+    g = np.exp(-(ax[:, None] ** 2 + ax[None, :] ** 2) / (2 * (7 / 6) ** 2))
+    return g / g.sum()
+
+
+def _filter(img: np.ndarray, mode: str) -> np.ndarray:
+    """7x7 Gaussian (sigma 7/6) correlation, 'same' size; ``mode`` is how the border is padded."""
+    cv2 = _cv2()
+    border = cv2.BORDER_CONSTANT if mode == "zero" else cv2.BORDER_REPLICATE
+    return cv2.filter2D(img, cv2.CV_64F, _window(), borderType=border)
+
+
+def _cv2():
+    from ..tools.backends import require
+
+    return require("cv2")
+
+
+def mscn(img: np.ndarray, border: str) -> tuple[np.ndarray, np.ndarray]:
+    mu = _filter(img, border)
+    sigma = np.sqrt(np.abs(_filter(img * img, border) - mu * mu))
+    return (img - mu) / (sigma + 1.0), sigma
+
+
+# ---------------------------------------------------------------------------- distribution fits
+
+def fit_ggd(vec: np.ndarray) -> tuple[float, float]:
+    """Generalised Gaussian shape and variance by moment matching on the reference grid."""
+    sigma_sq = float(np.mean(vec * vec))
+    e = float(np.mean(np.abs(vec)))
+    if e <= 0:  # a flat image has no structure to fit
+        return float("nan"), sigma_sq
+    rho = sigma_sq / (e * e)
+    return float(_SHAPE_GRID[np.argmin(np.abs(rho - _gamma_tables()[1]))]), sigma_sq
+
+
+def fit_aggd(vec: np.ndarray) -> tuple[float, float, float]:
+    """Asymmetric generalised Gaussian: shape, left std, right std (NaN stds where a side is empty)."""
+    neg, pos = vec[vec < 0], vec[vec > 0]
+    left = math.sqrt(float(np.mean(neg * neg))) if neg.size else float("nan")
+    right = math.sqrt(float(np.mean(pos * pos))) if pos.size else float("nan")
+    energy = float(np.mean(vec * vec))
+    if not (energy > 0 and left > 0 and right > 0):  # flat, or only one sign: no shape to fit
+        return float("nan"), left, right
+    gammahat = left / right
+    rhat = float(np.mean(np.abs(vec))) ** 2 / energy
+    rhatnorm = rhat * (gammahat ** 3 + 1) * (gammahat + 1) / (gammahat ** 2 + 1) ** 2
+    if not math.isfinite(rhatnorm):
+        return float("nan"), left, right
+    return float(_SHAPE_GRID[np.argmin((_gamma_tables()[0] - rhatnorm) ** 2)]), left, right
+
+
+# ---------------------------------------------------------------------------- BRISQUE
+
+_BRISQUE_SHIFTS = ((0, 1), (1, 0), (1, 1), (-1, 1))
+
+
+def brisque_features(gray255: np.ndarray) -> np.ndarray:
+    """The 36 BRISQUE features (18 per scale) of a gray image in 0..255."""
+    feats: list[float] = []
+    img = np.asarray(gray255, np.float64)
+    for scale in range(2):
+        struct, _ = mscn(img, "zero")
+        alpha, var = fit_ggd(struct.ravel())
+        feats += [alpha, var]
+        for shift in _BRISQUE_SHIFTS:
+            pair = (struct * np.roll(struct, shift, axis=(0, 1))).ravel()
+            a, left, right = fit_aggd(pair)
+            const = math.sqrt(math.gamma(1 / a)) / math.sqrt(math.gamma(3 / a))
+            mean = (right - left) * (math.gamma(2 / a) / math.gamma(1 / a)) * const
+            feats += [a, mean, left * left, right * right]
+        if scale == 0:
+            img = imresize_half(img)
+    return np.array(feats)
+
+
+@lru_cache(maxsize=1)
+def _brisque_model() -> dict[str, np.ndarray]:
+    path = DATA / "brisque_live.npz"
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k].astype(np.float64) for k in data.files}
+
+
+def brisque_from_features(feats: np.ndarray) -> float:
+    m = _brisque_model()
+    lo, hi = m["feature_min"], m["feature_max"]
+    scaled = -1.0 + 2.0 * (feats - lo) / (hi - lo)  # libsvm's svm-scale to [-1, 1] with the training ranges
+    d2 = ((m["support_vectors"] - scaled) ** 2).sum(axis=1)
+    return float(m["coefficients"] @ np.exp(-float(m["gamma"]) * d2) - float(m["rho"]))
+
+
+def brisque(gray255: np.ndarray) -> float:
+    """BRISQUE score of a gray image in 0..255 (lower is better; about 0..100; NaN for a flat image)."""
+    img = np.asarray(gray255, np.float64)
+    if min(img.shape[:2]) < 16:
+        raise ValueError(f"BRISQUE needs an image of at least 16x16 pixels, got {img.shape[1]}x{img.shape[0]}")
+    return brisque_from_features(brisque_features(img))
+
+
+# ---------------------------------------------------------------------------- NIQE
+
+_NIQE_SHIFTS = ((0, 1), (1, 0), (1, 1), (1, -1))
+NIQE_BLOCK = 96
+
+
+def _niqe_block_features(block: np.ndarray) -> list[float]:
+    a, left, right = fit_aggd(block.ravel())
+    c = math.sqrt(math.gamma(1 / a) / math.gamma(3 / a)) if math.isfinite(a) else float("nan")
+    feats = [a, (left * c + right * c) / 2]
+    for shift in _NIQE_SHIFTS:
+        pair = (block * np.roll(block, shift, axis=(0, 1))).ravel()
+        a, left, right = fit_aggd(pair)
+        if not math.isfinite(a):
+            feats += [float("nan")] * 4
+            continue
+        c = math.sqrt(math.gamma(1 / a) / math.gamma(3 / a))
+        bl, br = left * c, right * c
+        feats += [a, (br - bl) * (math.gamma(2 / a) / math.gamma(1 / a)), bl, br]
+    return feats
+
+
+def niqe_features(gray255: np.ndarray) -> np.ndarray:
+    """Per-block NIQE features (rows: 96 px blocks; 36 columns over two scales)."""
+    img = np.asarray(gray255, np.float64)
+    rows, cols = img.shape[0] // NIQE_BLOCK, img.shape[1] // NIQE_BLOCK
+    img = img[: rows * NIQE_BLOCK, : cols * NIQE_BLOCK]
+    per_scale = []
+    for scale in range(2):
+        struct, _ = mscn(img, "replicate")
+        size = NIQE_BLOCK >> scale
+        per_scale.append([_niqe_block_features(struct[r * size:(r + 1) * size, c * size:(c + 1) * size])
+                          for c in range(cols) for r in range(rows)])
+        if scale == 0:
+            img = imresize_half(img)
+    return np.hstack([np.array(f) for f in per_scale])
+
+
+@lru_cache(maxsize=1)
+def _niqe_model() -> tuple[np.ndarray, np.ndarray]:
+    with np.load(DATA / "niqe_pristine.npz", allow_pickle=False) as data:
+        return data["mu"].astype(np.float64).ravel(), data["cov"].astype(np.float64)
+
+
+def niqe(gray255: np.ndarray) -> float:
+    """NIQE of a gray image in 0..255 (lower is better; needs at least 192x192 pixels; NaN for a flat image)."""
+    img = np.asarray(gray255, np.float64)
+    if min(img.shape[:2]) < 2 * NIQE_BLOCK:
+        raise ValueError(f"NIQE needs an image of at least {2 * NIQE_BLOCK}x{2 * NIQE_BLOCK} pixels, "
+                         f"got {img.shape[1]}x{img.shape[0]}")
+    feats = niqe_features(img)
+    mu_pristine, cov_pristine = _niqe_model()
+    complete = feats[~np.isnan(feats).any(axis=1)]
+    if not len(complete):
+        return float("nan")  # no block has natural-scene structure (a flat image)
+    mu = np.nanmean(feats, axis=0)
+    cov = np.cov(complete, rowvar=False) if len(complete) > 1 else np.zeros_like(cov_pristine)
+    diff = mu_pristine - mu
+    return float(math.sqrt(max(0.0, diff @ np.linalg.pinv((cov_pristine + cov) / 2) @ diff)))
+
+
+__all__ = ["brisque", "brisque_features", "fit_aggd", "fit_ggd", "imresize_half", "matlab_gray", "mscn", "niqe",
+           "niqe_features", "to_gray255"]
