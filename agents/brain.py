@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 class BrainError(RuntimeError):
@@ -130,3 +132,31 @@ def _balanced(text: str, start: int) -> tuple[str | None, int]:
             if depth == 0:
                 return text[start:i + 1], i
     return None, -1
+
+
+def run_blocking(make_coroutine: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from synchronous code.
+
+    Outside an event loop it gets its own; called from inside one (ComfyUI runs node code on its loop's
+    thread), it runs on a fresh loop in a worker thread so the caller's loop is not re-entered.
+    """
+    import asyncio
+    import threading
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coroutine())
+    box: dict[str, Any] = {}
+
+    def worker():
+        try:
+            box["value"] = asyncio.run(make_coroutine())
+        except BaseException as err:  # handed back to the caller below
+            box["error"] = err
+    thread = threading.Thread(target=worker, name="edit-agents-brain")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -104,7 +104,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             on_step(step, settings.max_steps, f"step {step + 1}/{settings.max_steps}: perceiving")
         t = time.perf_counter()
         stats = image_statistics(current)
-        proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried)
+        proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried, image=current)
         trace.add("perceiver", agent, f"proposed {len(proposals)} actions", started=t, round=step,
                   outputs={"actions": [c.as_dict() for c in proposals]})
         if not proposals:

@@ -20,7 +20,7 @@ import numpy as np
 from ..tools.imageops import resize_longest
 from ..tools.spec import ToolRegistry
 from .enhance import rescore_best
-from .perceiver import RulePerceiver
+from .perceiver import BrainPerceiver, Memory, RulePerceiver
 from .records import ToolCall
 from .reward import ClassicReward, image_statistics
 from .trace import Trace
@@ -92,9 +92,17 @@ class _Search:
         self.scores: dict[tuple, float] = {}
         self.hits = 0
         self.simulations = 0
+        self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
+        self.root_proposals: list[ToolCall] = []
 
-    def propose(self, img: np.ndarray) -> list[ToolCall]:
-        return self.perceiver.propose(image_statistics(img), self.s.branching, self.tools.names())
+    def propose(self, img: np.ndarray, at_root: bool) -> list[ToolCall]:
+        if self.perceiver.per_step and not at_root:  # an expensive (VLM) perceiver is asked once per step
+            return list(self.root_proposals)
+        calls = self.perceiver.propose(image_statistics(img), self.s.branching, self.tools.names(), image=img,
+                                       memory=tuple(self.memory))
+        if at_root:
+            self.root_proposals = list(calls)
+        return calls
 
     def apply(self, path: tuple, img: np.ndarray, call: ToolCall) -> tuple[tuple, np.ndarray]:
         key = path + (call.key(),)
@@ -124,7 +132,7 @@ class _Search:
             node, path, keys = root, [root], root_key
             while True:  # selection: descend while fully expanded
                 if node.untried is None:
-                    node.untried = self.propose(node.image)
+                    node.untried = self.propose(node.image, node is root)
                 if node.untried or not node.children or node.depth >= self.s.depth:
                     break
                 node = max(node.children, key=lambda c: c.mean + self.s.exploration *
@@ -139,7 +147,7 @@ class _Search:
                 node, path = child, path + [child]
             img, rkeys = node.image, keys
             for _ in range(node.depth, self.s.depth):  # rollout: random proposals down to depth d
-                options = self.propose(img)
+                options = self.propose(img, False)
                 if not options:
                     break
                 rkeys, img = self.apply(rkeys, img, self.rng.choice(options))
@@ -151,7 +159,7 @@ class _Search:
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
-                 settings: MCTSSettings | None = None, perceiver: RulePerceiver | None = None,
+                 settings: MCTSSettings | None = None, perceiver: RulePerceiver | BrainPerceiver | None = None,
                  should_stop: Callable[[], None] | None = None,
                  on_step: Callable[[int, int, str], None] | None = None, agent: str = "photoagent") -> MCTSResult:
     if len(tools) == 0:
@@ -159,12 +167,16 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     s = settings or MCTSSettings()
     reward, perceiver = reward or ClassicReward(), perceiver or RulePerceiver()
     trace = Trace(title=f"PhotoAgent MCTS ({s.simulations} simulations x depth {s.depth} per step)")
+    if isinstance(perceiver, BrainPerceiver):  # its calls go in this trace
+        perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
     original_preview = resize_longest(image, s.preview_side)
     search = _Search(tools, reward, perceiver, s, original_preview, random.Random(s.seed))
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
-    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict())
+    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(),
+              outputs={"reward": current_score.report()},
+              inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__})
     states, actions, trees, stale = [image], [], [], 0
     for step in range(s.max_steps):
         if on_step:
@@ -175,7 +187,9 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
         tree = root.as_dict()
         trees.append(tree)
         trace.add("planner", agent, f"MCTS: {search.simulations - sims_before} simulations, "
-                                    f"{search.hits - hits_before} cache hits", started=t, round=step, outputs={"tree": tree})
+                                    f"{search.hits - hits_before} cache hits", started=t, round=step,
+                  outputs={"tree": tree, "proposals": [c.as_dict() for c in search.root_proposals],
+                           "memory": [m.line() for m in search.memory]})
         ranked = sorted(root.children, key=lambda c: (-c.visits, -c.mean))[:s.top_k]
         if not ranked:
             trace.add("loop", agent, "stop: nothing to try", round=step)
@@ -184,12 +198,17 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in ranked], current, image,
                             trace, agent, step, should_stop)
         gain = best[0].total - current_score.total
+        search.memory.append(Memory(best[1], gain, gain > s.min_gain))
+        for child in tree.get("children", []):  # the chosen path, for the tree view
+            if child["action"] == best[1].label():
+                child["chosen"] = "kept" if gain > s.min_gain else "reverted"
         if gain > s.min_gain:
             current, current_score = best[2], best[0]
             states.append(current)
             actions.append(best[1])
             stale = 0
-            trace.add("loop", agent, f"accept {best[1].label()}", round=step, outputs={"action": best[1].as_dict()},
+            trace.add("loop", agent, f"accept {best[1].label()}", round=step,
+                      outputs={"action": best[1].as_dict(), "reward": current_score.report()},
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1)
         else:
             stale += 1

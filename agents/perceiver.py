@@ -6,10 +6,26 @@ weakest of them, in a few strengths each, so the planner can search among them.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from .reward import IDEAL_CONTRAST, IDEAL_MEAN_LUMA
 from .records import ToolCall
+from .trace import Trace
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One executed action and what came of it, fed back to the perceiver."""
+
+    action: ToolCall
+    gain: float  # reward change at full resolution
+    kept: bool
+
+    def line(self) -> str:
+        return f"{self.action.label()}: {'kept' if self.kept else 'reverted'} ({self.gain:+.3f})"
 
 
 def _calls(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> list[ToolCall]:
@@ -17,12 +33,18 @@ def _calls(tool: str, param: str, values: Iterable[float], why: str, **fixed) ->
 
 
 class RulePerceiver:
-    """Deterministic: the same statistics give the same proposals in the same order."""
+    """Deterministic: the same statistics give the same proposals in the same order.
 
-    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str],
-                tried: Iterable[str] = ()) -> list[ToolCall]:
+    Cheap, so the search asks it at every tree node. Actions that were executed and reverted
+    (memory) are not proposed again.
+    """
+
+    per_step = False
+
+    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
         allowed = set(allowed)
-        tried = set(tried)
+        tried = set(tried) | {m.action.key() for m in memory if not m.kept}
         ranked: list[tuple[float, ToolCall]] = []
 
         def add(urgency: float, calls: list[ToolCall]) -> None:
@@ -80,3 +102,41 @@ class RulePerceiver:
             if len(out) >= k:
                 break
         return out
+
+
+class BrainPerceiver:
+    """PhotoAgent's VLM perceiver: a vision brain looks at the photo and proposes K parameterised actions.
+
+    Autonomous ("make it better") or mood-guided (``mood``). It sees the memory of executed actions and
+    their outcomes. A VLM call is slow, so the search asks it once per step, at the root; deeper tree
+    nodes and rollouts reuse those proposals. Proposals are validated against the tool specs; invalid
+    ones are dropped and noted in the trace.
+    """
+
+    per_step = True
+
+    def __init__(self, brain: Any, tools: Any, mood: str = "", trace: Trace | None = None, agent: str = "photoagent"):
+        self.brain, self.tools, self.mood = brain, tools, mood
+        self.trace = trace or Trace()
+        self.agent = agent
+        self.calls = 0
+
+    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
+        from .brain import close_brains, run_blocking
+        from .roles import Where, perceive
+
+        if image is None:
+            raise ValueError("the VLM perceiver needs the image")
+        allowed = set(allowed)
+        tools = self.tools.subset([n for n in self.tools.names() if n in allowed])
+
+        async def go():
+            try:
+                return await perceive(self.brain, image, tools, k, Where(self.trace, self.agent), mood=self.mood,
+                                      tried=tuple(tried), memory=tuple(m.line() for m in memory))
+            finally:
+                await close_brains(self.brain)
+
+        self.calls += 1
+        return run_blocking(go)

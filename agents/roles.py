@@ -238,13 +238,16 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
 # -- perceiver ----------------------------------------------------------------------------
 
 async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int, where: Where, mood: str = "",
-                   tried: tuple[str, ...] = ()) -> list[ToolCall]:
+                   tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> list[ToolCall]:
+    text = "Propose actions for this photo."
+    if memory:  # PhotoAgent's memory: what was executed and what came of it
+        text += "\nAlready executed (do not repeat what was reverted):\n" + "\n".join(f"- {m}" for m in memory)
     req = BrainRequest(role="perceiver",
                        system=prompt("perceiver", k=k, tools=tools.planner_catalogue(),
                                      mood_text=f" toward the mood '{mood}'" if mood else ""),
-                       text="Propose actions for this photo.", schema=schemas.perceive_schema(tools.specs(), k),
+                       text=text, schema=schemas.perceive_schema(tools.specs(), k),
                        images=[image], context={"stats": image_statistics(image), "tools": tools.specs(), "k": k,
-                                                "mood": mood, "tried": tried})
+                                                "mood": mood, "tried": tried, "memory": memory})
     data = (await _ask(brain, req, where, "propose actions")).data
     calls = []
     for action in data["actions"]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 from comfy_api.latest import io
 
 from ..agents.mcts import MCTSSettings, mcts_enhance
+from ..agents.perceiver import BrainPerceiver, RulePerceiver
 from ..agents.reward import ClassicReward
+from ..agents.rule_brain import RuleBrain
 from .common import run_per_image, tools_or_classic
 from .convert import arrays_to_image_batch
-from .types import CATEGORY, REWARD, TOOLBOX, TRACE
+from .types import BRAIN, CATEGORY, REWARD, TOOLBOX, TRACE
 
 
 class MCTSPlanner(io.ComfyNode):
@@ -35,6 +37,13 @@ class MCTSPlanner(io.ComfyNode):
                 io.Float.Input("time_budget_s", default=d.time_budget_s, min=0.1, max=3600.0, step=1.0,
                                tooltip="Wall-time budget per step (the search stops early when it runs out)."),
                 io.Int.Input("seed", default=0, min=0, max=2**31 - 1, tooltip="Seed of the random rollouts (same seed, same result)."),
+                io.String.Input("mood", default="", multiline=False, optional=True,
+                                tooltip="Mood-guided mode: the mood to aim for (e.g. 'warm and cosy'). Empty = autonomous "
+                                        "'make it better'. Give the Reward node the same mood so it scores toward it."),
+                BRAIN.Input("perceiver_brain", optional=True,
+                            tooltip="A vision-language brain as PhotoAgent's perceiver: it looks at the photo and proposes "
+                                    "K actions once per step, seeing what was already tried. Without it the rule "
+                                    "perceiver proposes from the photo's statistics (offline)."),
             ],
             outputs=[io.Image.Output(display_name="image"), io.Image.Output(display_name="steps"),
                      TRACE.Output(display_name="trace", tooltip="Every step, with the search tree (visits and mean reward).")],
@@ -42,15 +51,22 @@ class MCTSPlanner(io.ComfyNode):
 
     @classmethod
     def execute(cls, image, simulations, depth, exploration, branching, top_k, max_steps, patience, preview_side,
-                time_budget_s, seed, toolbox=None, reward=None) -> io.NodeOutput:
+                time_budget_s, seed, mood="", toolbox=None, reward=None, perceiver_brain=None) -> io.NodeOutput:
         s = MCTSSettings(simulations=simulations, depth=depth, exploration=exploration, branching=branching, top_k=top_k,
                          max_steps=max_steps, patience=patience, preview_side=preview_side, time_budget_s=time_budget_s,
                          seed=seed)
         tools, scorer = tools_or_classic(toolbox), reward or ClassicReward()
+        mood = mood.strip()
+
+        def perceiver(agent: str):
+            if perceiver_brain is None and not mood:
+                return RulePerceiver()
+            return BrainPerceiver(perceiver_brain or RuleBrain(), tools, mood=mood, agent=agent)
+
         finals, steps, trace = run_per_image(
             image, max_steps, "PhotoAgent MCTS",
-            lambda arr, stop, on_step, agent: mcts_enhance(arr, tools, scorer, s, should_stop=stop, on_step=on_step,
-                                                           agent=agent))
+            lambda arr, stop, on_step, agent: mcts_enhance(arr, tools, scorer, s, perceiver=perceiver(agent),
+                                                           should_stop=stop, on_step=on_step, agent=agent))
         return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
 
 

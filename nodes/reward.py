@@ -5,7 +5,7 @@ from comfy_api.latest import io
 
 from ..agents.reward import DEFAULT_WEIGHTS, Reward as RewardEnsemble, RewardConfig
 from ..tools.scorers import learned_scorers
-from .runtime import comfy_runtime, model_choices
+from .runtime import FIRST_AVAILABLE, comfy_runtime, model_choices
 from .types import BRAIN, CATEGORY, REWARD
 
 _TIPS = {
@@ -32,15 +32,17 @@ MODELS = {"clip_model": ("clip", "CLIP folder (transformers layout) in models/cl
           "image_reward_model": ("image-reward", "Folder with ImageReward.pt and med_config.json in models/ImageReward/.")}
 
 
-def _weight(name: str) -> io.Float.Input:
-    return io.Float.Input(name, default=DEFAULT_WEIGHTS[name], min=0.0, max=10.0, step=0.05, tooltip=_TIPS[name])
+def _weight(name: str, optional: bool = False) -> io.Float.Input:
+    return io.Float.Input(name, default=DEFAULT_WEIGHTS[name], min=0.0, max=10.0, step=0.05, tooltip=_TIPS[name],
+                          optional=optional)
 
 
 class Reward(io.ComfyNode):
     @classmethod
     def define_schema(cls):
-        models = [io.Combo.Input(name, options=model_choices(kind), default=model_choices(kind)[0], tooltip=tip)
-                  for name, (kind, tip) in MODELS.items()]
+        # inputs added after the first release are optional, so API-format prompts saved earlier still validate
+        models = [io.Combo.Input(name, options=model_choices(kind), default=model_choices(kind)[0], tooltip=tip,
+                                 optional=True) for name, (kind, tip) in MODELS.items()]
         return io.Schema(
             node_id="EditAgentsReward",
             display_name="Reward",
@@ -54,8 +56,8 @@ class Reward(io.ComfyNode):
                 io.Float.Input("preservation", default=RewardConfig().preservation, min=0.0, max=10.0, step=0.05,
                                tooltip="Penalty for changing the photo's structure (1 - similarity to the input). "
                                        "Higher = gentler edits."),
-                *[_weight(n) for n in LATER],
-                io.String.Input("mood", default="", multiline=False,
+                *[_weight(n, optional=True) for n in LATER],
+                io.String.Input("mood", default="", multiline=False, optional=True,
                                 tooltip="Mood-guided mode: the target mood (e.g. 'warm golden hour'), read by CLIP "
                                         "similarity, ImageReward and the VLM rating. Empty = plain 'make it better'."),
                 *models,
@@ -65,9 +67,11 @@ class Reward(io.ComfyNode):
         )
 
     @classmethod
-    def execute(cls, preservation: float, mood: str, clip_model: str, aesthetic_model: str, image_reward_model: str,
-                vision_brain=None, **weights: float) -> io.NodeOutput:
+    def execute(cls, preservation: float, mood: str = "", clip_model: str = FIRST_AVAILABLE,
+                aesthetic_model: str = FIRST_AVAILABLE, image_reward_model: str = FIRST_AVAILABLE, vision_brain=None,
+                **weights: float) -> io.NodeOutput:
         runtime = comfy_runtime({"clip": clip_model, "aesthetic": aesthetic_model, "image-reward": image_reward_model})
+        weights = {name: weights.get(name, DEFAULT_WEIGHTS[name]) for name in ORDER + LATER}
         config = RewardConfig(weights=weights, preservation=preservation, mood=mood.strip())
         return io.NodeOutput(RewardEnsemble(config, learned_scorers(runtime, vision_brain)))
 

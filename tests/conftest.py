@@ -36,7 +36,8 @@ def comfy_server(tmp_path_factory, model_root):
     base = tmp_path_factory.mktemp("comfy")
     extra = base / "extra_model_paths.yaml"
     extra.write_text(f"edit_agents_tests:\n    base_path: {model_root}\n    grounding-dino: grounding-dino\n"
-                     f"    sams: sams\n    diffusers: diffusers\n    checkpoints: checkpoints\n")
+                     f"    sams: sams\n    diffusers: diffusers\n    checkpoints: checkpoints\n    clip-hf: clip-hf\n"
+                     f"    aesthetic: aesthetic\n")
     server = LocalServer(base_dir=base, extra_args=("--extra-model-paths-config", str(extra)))
     server.start()
     yield server
@@ -96,8 +97,8 @@ def llm(llm_server):
 @pytest.fixture(scope="session")
 def model_root(tmp_path_factory):
     """A models/ folder laid out like ComfyUI's, holding tiny random-weight models built once per session."""
-    from tiny_models import (build_grounding_dino, build_instruct_pix2pix, build_sam, build_sd_inpaint,
-                             build_sdxl_inpaint)
+    from tiny_models import (build_aesthetic_head, build_clip, build_grounding_dino, build_instruct_pix2pix, build_sam,
+                             build_sd_inpaint, build_sdxl_inpaint)
 
     root = tmp_path_factory.mktemp("models")
     build_grounding_dino(root / "grounding-dino" / "tiny-grounding-dino")
@@ -105,6 +106,8 @@ def model_root(tmp_path_factory):
     build_instruct_pix2pix(root / "diffusers" / "tiny-instruct-pix2pix")
     build_sd_inpaint(root / "diffusers" / "tiny-sd-inpaint")
     build_sdxl_inpaint(root / "diffusers" / "tiny-sdxl-inpaint")
+    build_clip(root / "clip-hf" / "tiny-clip")
+    build_aesthetic_head(root / "aesthetic" / "tiny-aesthetic.pth")
     (root / "checkpoints").mkdir()
     for name, channels in (("tiny-sd15.safetensors", 4), ("tiny-sd15-ip2p.safetensors", 8)):
         (root / "checkpoints" / name).symlink_to(tiny_checkpoint(name, channels))

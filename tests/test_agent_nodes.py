@@ -249,3 +249,41 @@ def test_mcts_planner_node(comfy, photo):
     tree = next(s for s in trace["steps"] if s["role"] == "planner")["outputs"]["tree"]
     assert tree["visits"] == 8 and tree["children"]
     assert trace["summary"]["simulations"] >= 8
+
+
+def reward_node(**weights) -> dict:
+    inputs = {"exposure": 1.0, "clipping": 1.0, "contrast": 1.0, "colourfulness": 0.6, "colour_cast": 0.3,
+              "sharpness": 0.4, "noise": 0.6, "preservation": 1.5, "brisque": 0.5, "niqe": 0.5, "aesthetic": 2.0,
+              "clip": 1.0, "image_reward": 2.0, "vlm": 0.8, "mood": "warm and cosy", "clip_model": "tiny-clip",
+              "aesthetic_model": "tiny-aesthetic.pth", "image_reward_model": "(first available)"}
+    inputs.update(weights)
+    return {"class_type": "EditAgentsReward", "inputs": inputs}
+
+
+def test_mcts_with_the_reward_ensemble_and_a_vlm_perceiver(comfy, photo, llm):
+    first = {"scene": "food", "actions": [{"tool": "temperature_tint", "params": {"temperature": 0.25}},
+                                          {"tool": "contrast", "params": {"amount": 0.2}}]}
+    later = {"scene": "food", "actions": [{"tool": "vibrance", "params": {"amount": 0.2}}]}
+    llm.reset(responder=lambda seen: Reply(first if len(llm.seen) == 1 else later))
+    prompt = {
+        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "b": llm_brain(llm.url),
+        "r": reward_node(),
+        "m": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
+            "image": ["1", 0], "simulations": 6, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 1,
+            "max_steps": 2, "patience": 2, "preview_side": 96, "time_budget_s": 30.0, "seed": 0, "mood": "warm and cosy",
+            "reward": ["r", 0], "perceiver_brain": ["b", 0]}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["m", 2]}},
+    }
+    trace = trace_of(comfy.call("run", prompt))
+    scored = next(s for s in trace["steps"] if s["role"] == "reward")
+    report = scored["outputs"]["reward"]
+    # learned components ran on the tiny CLIP and aesthetic head; ImageReward and the VLM rating were skipped with notes
+    assert {"aesthetic", "clip", "brisque", "niqe"} <= set(report["components"])
+    assert set(report["skipped"]) == {"image_reward", "vlm"}
+    assert "aesthetic" in scored["inputs"]["ensemble"]
+    planners = [s for s in trace["steps"] if s["role"] == "planner"]
+    assert [p["tool"] for p in planners[0]["outputs"]["proposals"]] == ["temperature_tint", "contrast"]
+    perceiver_calls = [s for s in llm.seen if s.role == "perceiver"]
+    assert len(perceiver_calls) == len(planners)  # one VLM call per step
+    assert "warm and cosy" in perceiver_calls[0].body["messages"][0]["content"]

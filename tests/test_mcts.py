@@ -33,7 +33,9 @@ class ToyReward:
 
 
 class AllMoves:
-    def propose(self, stats, k, allowed, tried=()):
+    per_step = False
+
+    def propose(self, stats, k, allowed, tried=(), **_):
         return [ToolCall(n) for n in ("a", "b", "c")][:k]
 
 
@@ -70,3 +72,86 @@ def test_mcts_on_real_photos(photos):
     assert len(good.actions) <= 1 and np.abs(good.image - photos["astronaut"]).mean() < 0.03
     with pytest.raises(ValueError, match="simulations"):
         MCTSSettings(simulations=0)
+
+
+class Recording(AllMoves):
+    """Proposes every move and records the memory it is shown."""
+
+    def __init__(self):
+        self.memories = []
+
+    def propose(self, stats, k, allowed, tried=(), *, image=None, memory=()):
+        self.memories.append([m.line() for m in memory])
+        return [ToolCall(n) for n in ("a", "b", "c")][:k]
+
+
+def test_memory_of_executed_actions_reaches_the_perceiver():
+    perceiver = Recording()
+    settings = MCTSSettings(simulations=20, depth=2, top_k=1, max_steps=3, preview_side=8, seed=1)
+    result = mcts_enhance(start(), TOY, ToyReward(), settings, perceiver=perceiver)
+    assert perceiver.memories[0] == []  # nothing executed yet
+    assert any(m and m[0].startswith("b(): kept") for m in perceiver.memories)
+    planner_steps = [s for s in result.trace.steps if s.role == "planner"]
+    assert planner_steps[1].outputs["memory"][0].startswith("b(): kept")
+
+
+def test_rule_perceiver_does_not_repeat_reverted_actions(photos):
+    from edit_agents.agents.perceiver import Memory, RulePerceiver
+    from edit_agents.agents.reward import image_statistics
+
+    dark = photos["coffee"] * 0.4
+    stats = image_statistics(dark)
+    names = default_registry().names()
+    first = RulePerceiver().propose(stats, 3, names)
+    again = RulePerceiver().propose(stats, 3, names, memory=[Memory(first[0], -0.02, False)])
+    kept = RulePerceiver().propose(stats, 3, names, memory=[Memory(first[0], 0.05, True)])
+    assert first[0].key() not in [c.key() for c in again] and kept[0].key() == first[0].key()
+
+
+def scripted_vlm(llm):
+    from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
+
+    return OpenAIBrain(BrainConfig(provider="custom", base_url=llm.url, model="scripted-vlm", backoff=0.01))
+
+
+def test_vlm_perceiver_in_mood_mode_is_asked_once_per_step_and_validated(llm, photos):
+    from edit_agents.agents.perceiver import BrainPerceiver
+    from llm_server import Reply
+
+    tools = default_registry().subset(categories=["classic"])
+    llm.reset(Reply({"scene": "food, indoor", "actions": [
+                  {"tool": "temperature_tint", "params": {"temperature": 0.3}, "rationale": "warmer"},
+                  {"tool": "run_shell", "params": {"cmd": "rm -rf /"}},  # not a tool: refused by the schema
+              ]}),
+              Reply({"scene": "food", "actions": [
+                  {"tool": "temperature_tint", "params": {"temperature": 0.3}, "rationale": "warmer"},
+                  {"tool": "exposure", "params": {"stops": 99}, "rationale": "way out of range"}]}),
+              Reply({"scene": "food", "actions": [{"tool": "vibrance", "params": {"amount": 0.2}}]}),
+              Reply({"scene": "food", "actions": [{"tool": "vibrance", "params": {"amount": 0.2}}]}))
+    perceiver = BrainPerceiver(scripted_vlm(llm), tools, mood="warm and cosy")
+    settings = MCTSSettings(simulations=8, depth=2, top_k=1, max_steps=2, patience=2, preview_side=64)
+    result = mcts_enhance(photos["coffee"], tools, settings=settings, perceiver=perceiver)
+    assert perceiver.calls == 2  # one VLM call per step, however many simulations
+    assert "warm and cosy" in llm.seen[0].body["messages"][0]["content"]
+    assert len(llm.seen[0].images()) == 1
+    # the first answer named a tool outside the toolbox and was re-asked; nothing ran it
+    assert "run_shell" in str(llm.seen[1].body["messages"])
+    first_step = [s for s in result.trace.steps if s.role == "planner"][0]
+    proposals = {p["tool"]: p["params"] for p in first_step.outputs["proposals"]}
+    assert list(proposals) == ["temperature_tint", "exposure"]
+    stops = tools.get("exposure").params[0]
+    assert proposals["exposure"]["stops"] == stops.maximum  # 99 stops was clamped to the spec's range
+    # step 2's request carries step 1's outcome (kept or reverted: the classic reward does not read moods)
+    executed = [s for s in result.trace.steps if s.role == "planner"][1].outputs["memory"][0]
+    assert executed.split("(")[0] in proposals
+    assert "Already executed" in llm.seen[-1].user_text() and executed in llm.seen[-1].user_text()
+
+
+def test_rule_brain_serves_the_perceiver_offline_with_a_mood(photos):
+    from edit_agents.agents.perceiver import BrainPerceiver
+    from edit_agents.agents.rule_brain import RuleBrain
+
+    tools = default_registry().subset(categories=["classic"])
+    perceiver = BrainPerceiver(RuleBrain(), tools, mood="warm and cosy")
+    calls = perceiver.propose({}, 4, tools.names(), image=photos["coffee"])
+    assert calls and calls[0].tool == "temperature_tint"

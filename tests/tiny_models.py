@@ -148,3 +148,41 @@ def build_sdxl_inpaint(folder: Path) -> Path:
                                             requires_aesthetics_score=False)
     pipe.save_pretrained(folder)
     return folder
+
+
+def build_clip(folder: Path) -> Path:
+    """A tiny random CLIP (vision + text, 16-d projection) with its processor, in transformers layout."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    torch.manual_seed(0)
+    _clip_tokenizer_files(folder / "_tok")
+    tokenizer = CLIPTokenizer.from_pretrained(folder / "_tok", model_max_length=77)
+    config = CLIPConfig(
+        text_config=dict(bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32, intermediate_size=37,
+                         num_attention_heads=4, num_hidden_layers=2, vocab_size=len(tokenizer), max_position_embeddings=77),
+        vision_config=dict(hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
+                           image_size=32, patch_size=8),
+        projection_dim=16)
+    CLIPModel(config).save_pretrained(folder)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(folder)
+    return folder
+
+
+def build_aesthetic_head(path: Path, in_features: int = 16) -> Path:
+    """A LAION-style aesthetic MLP (Linear at layers 0, 2, 4, 6, 7 as in the original) with random weights."""
+    torch.manual_seed(1)
+    sizes = [(in_features, 24), (24, 12), (12, 8), (8, 4), (4, 1)]
+    layers = {}
+    for index, (i, o) in zip((0, 2, 4, 6, 7), sizes):
+        lin = torch.nn.Linear(i, o)
+        layers[f"layers.{index}.weight"], layers[f"layers.{index}.bias"] = lin.weight.detach(), lin.bias.detach()
+    layers["layers.7.bias"] = layers["layers.7.bias"] + 5.0  # centre the rating on the 1..10 scale
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in layers.items()}, str(path))
+    else:
+        torch.save(layers, path)
+    return path

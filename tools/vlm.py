@@ -6,8 +6,6 @@ brain cannot see, and says so.
 """
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Any
 
 from .spec import Param, ToolOutput, ToolSpec
@@ -29,7 +27,7 @@ def _ask(runtime, role: str, system: str, text: str, schema: dict, img) -> dict[
 
 def ask_brain(brain, role: str, system: str, text: str, schema: dict, img) -> dict[str, Any]:
     """One validated brain answer about ``img``, from synchronous code (inside or outside an event loop)."""
-    from ..agents.brain import BrainRequest, close_brains
+    from ..agents.brain import BrainRequest, close_brains, run_blocking
 
     async def go():
         try:
@@ -37,23 +35,7 @@ def ask_brain(brain, role: str, system: str, text: str, schema: dict, img) -> di
         finally:
             await close_brains(brain)
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(go())
-    box: dict[str, Any] = {}  # called from inside an event loop: run the call on its own loop in a thread
-
-    def worker():
-        try:
-            box["data"] = asyncio.run(go())
-        except BaseException as err:  # handed back to the caller below
-            box["error"] = err
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["data"]
+    return run_blocking(go)
 
 
 def caption(img, detail="short", runtime=None):
