@@ -28,7 +28,7 @@ def test_run_writes_image_and_trace(comfy_server, photos, tmp_path):
     src = save(photos["rocket"], tmp_path / "rocket.png")
     out = tmp_path / "out"
     r = cli("run", OFFLINE, "--image", str(src), "--out", str(out), "--server", comfy_server.url,
-            "--set", "PhotoAgent (enhance).max_steps=2")
+            "--set", "MCTS Planner (PhotoAgent).max_steps=2")
     assert r.returncode == 0, r.stderr
     images = list(out.glob("rocket_*.png"))
     assert len(images) == 1 and Image.open(images[0]).size == (640, 427)
@@ -63,9 +63,9 @@ def test_batch_continues_past_an_unreadable_file(comfy_server, photos, tmp_path)
 def test_validation_error_is_readable(comfy_server, photos, tmp_path):
     src = save(photos["coffee"][::4, ::4], tmp_path / "c.png")
     r = cli("run", OFFLINE, "--image", str(src), "--out", str(tmp_path / "o"), "--server", comfy_server.url,
-            "--set", "PhotoAgent (enhance).top_k=999")
+            "--set", "MCTS Planner (PhotoAgent).top_k=999")
     assert r.returncode != 0
-    assert "'PhotoAgent (enhance)'" in r.stderr and "input 'top_k'" in r.stderr
+    assert "'MCTS Planner (PhotoAgent)'" in r.stderr and "input 'top_k'" in r.stderr
 
 
 def test_execution_error_names_node_and_saves_traceback(comfy_server, photos, tmp_path):

@@ -44,7 +44,7 @@ def test_each_workflow_converts_and_validates(path, comfy, object_info, comfy_se
     set_image(prompt, "validate.png")
     # validation only: an invalid input makes /prompt answer 400 before anything runs
     broken = json.loads(json.dumps(prompt))
-    pa = next(n for n in broken.values() if n["class_type"] == "EditAgentsPhotoAgent")
+    pa = next(n for n in broken.values() if n["class_type"] in ("EditAgentsPhotoAgent", "EditAgentsMCTSPlanner"))
     pa["inputs"]["max_steps"] = -3
     with pytest.raises(PromptRejected) as err:
         comfy.call("queue", broken)
