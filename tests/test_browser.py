@@ -60,5 +60,5 @@ def test_offline_workflow_loads_with_no_missing_nodes(page, artifacts):
             return {types: nodes.map((n) => n.type), missing: nodes.filter((n) => !types[n.type]).map((n) => n.type)};
         }""", workflow)
     assert loaded["missing"] == []
-    assert {"EditAgentsPhotoAgent", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView", "LoadImage"} <= set(loaded["types"])
+    assert {"EditAgentsMCTSPlanner", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView", "LoadImage"} <= set(loaded["types"])
     page.screenshot(path=str(artifacts / "offline_workflow.png"))
