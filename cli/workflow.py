@@ -140,6 +140,87 @@ async def to_api(data: dict, client) -> dict:
                         "({id: {class_type, inputs}})")
 
 
+def _extra_widget_value(spec: list) -> Any:
+    """The value the frontend stores after a widget that has a companion (seed control, upload button)."""
+    opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
+    if opts.get("control_after_generate"):
+        return "fixed"
+    if opts.get("image_upload"):
+        return "image"
+    return None
+
+
+def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = None, note: str = "") -> dict:
+    """An API-format prompt as a UI-format workflow (what ComfyUI's canvas saves and loads).
+
+    Widgets are written in the node's input order with the frontend's companion values; links get
+    ids; nodes are laid out in columns by their depth in the graph; ``note`` becomes a Markdown note.
+    """
+    titles = titles or {}
+    keys = list(prompt)
+    ids = {k: i + 1 for i, k in enumerate(keys)}
+    depth: dict[str, int] = {}
+
+    def depth_of(key: str, seen: tuple = ()) -> int:
+        if key not in depth:
+            sources = [v[0] for v in prompt[key]["inputs"].values() if isinstance(v, list) and len(v) == 2
+                       and v[0] in prompt and v[0] not in seen]
+            depth[key] = 1 + max((depth_of(src, seen + (key,)) for src in sources), default=-1)
+        return depth[key]
+
+    nodes, links, rows = [], [], {}
+    for key in keys:
+        node = prompt[key]
+        info = object_info[node["class_type"]]
+        specs = {**info["input"].get("required", {}), **info["input"].get("optional", {})}
+        order = info.get("input_order", {})
+        sockets, widgets = [], []
+        for name in order.get("required", []) + order.get("optional", []):
+            spec, value = specs[name], node["inputs"].get(name)
+            if isinstance(value, list) and len(value) == 2 and value[0] in prompt:
+                link_id = len(links) + 1
+                src_info = object_info[prompt[value[0]]["class_type"]]
+                link_type = src_info["output"][value[1]]
+                entry = {"name": name, "type": link_type, "link": link_id}
+                if _is_widget(spec):
+                    entry["widget"] = {"name": name}
+                links.append([link_id, ids[value[0]], value[1], ids[key], len(sockets), link_type])
+                sockets.append(entry)
+                if _is_widget(spec):
+                    widgets.append(_default(spec))
+                continue
+            if _is_widget(spec):
+                widgets.append(value if name in node["inputs"] else _default(spec))
+                extra = _extra_widget_value(spec)
+                if extra is not None:
+                    widgets.append(extra)
+            else:
+                sockets.append({"name": name, "type": spec[0], "link": None})
+        column = depth_of(key)
+        row = rows.get(column, 0)
+        height = 80 + 26 * len(widgets) + 22 * len(sockets)
+        rows[column] = row + height + 40
+        outputs = [{"name": n, "type": t, "links": [], "slot_index": i}
+                   for i, (t, n) in enumerate(zip(info["output"], info.get("output_name") or info["output"]))]
+        entry = {"id": ids[key], "type": node["class_type"], "pos": [40 + 400 * column, 40 + row],
+                 "size": [360, height], "flags": {}, "order": 0, "mode": 0, "inputs": sockets, "outputs": outputs,
+                 "properties": {"Node name for S&R": node["class_type"]}, "widgets_values": widgets}
+        if key in titles or node.get("_meta", {}).get("title"):
+            entry["title"] = titles.get(key) or node["_meta"]["title"]
+        nodes.append(entry)
+    by_id = {n["id"]: n for n in nodes}
+    for link in links:
+        by_id[link[1]]["outputs"][link[2]]["links"].append(link[0])
+    for order_index, key in enumerate(sorted(keys, key=depth_of)):
+        by_id[ids[key]]["order"] = order_index
+    if note:
+        nodes.append({"id": len(nodes) + 1, "type": "MarkdownNote", "pos": [40, 40 + max(rows.get(0, 0), 300)],
+                      "size": [400, 300], "flags": {}, "order": len(nodes), "mode": 0, "inputs": [], "outputs": [],
+                      "properties": {}, "title": "About this workflow", "widgets_values": [note]})
+    return {"last_node_id": len(nodes), "last_link_id": len(links), "nodes": nodes, "links": links, "groups": [],
+            "config": {}, "extra": {"ds": {"scale": 0.8, "offset": [0, 0]}}, "version": 0.4}
+
+
 def find_node(prompt: dict, ref: str) -> str:
     """A node id, or a node title (unique), or a class type (unique)."""
     if ref in prompt:

@@ -30,6 +30,19 @@ def page(comfy_server, tmp_path_factory):
         browser.close()
 
 
+def close_dialogs(page) -> None:
+    """A fresh profile opens the template browser over the canvas: close it before a screenshot."""
+    for _ in range(3):
+        if page.locator(".p-dialog-mask").count() == 0:
+            break
+        buttons = page.locator("[role=dialog] button:visible")
+        if buttons.count():
+            buttons.last.click()  # the dialog's close button sits last, top right
+        else:
+            page.keyboard.press("Escape")
+        page.wait_for_timeout(400)
+
+
 def test_extension_and_nodes_are_loaded(page, artifacts):
     page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
     registered = page.wait_for_function(
@@ -62,3 +75,25 @@ def test_offline_workflow_loads_with_no_missing_nodes(page, artifacts):
     assert loaded["missing"] == []
     assert {"EditAgentsMCTSPlanner", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView", "LoadImage"} <= set(loaded["types"])
     page.screenshot(path=str(artifacts / "offline_workflow.png"))
+
+
+def test_every_shipped_workflow_loads_with_its_widgets(page, artifacts):
+    from helpers import WORKFLOWS, load_json
+
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    for path in sorted(WORKFLOWS.glob("*.json")):
+        workflow = load_json(path)
+        loaded = page.evaluate(
+            """async (wf) => {
+                await window.app.loadGraphData(wf);
+                const types = window.LiteGraph.registered_node_types;
+                const nodes = window.app.graph._nodes;
+                return {count: nodes.length, missing: nodes.filter((n) => !types[n.type]).map((n) => n.type),
+                        links: Object.keys(window.app.graph.links || {}).length};
+            }""", workflow)
+        assert loaded["missing"] == [], path.name
+        assert loaded["count"] == len(workflow["nodes"]), path.name
+        assert loaded["links"] == len(workflow["links"]), path.name  # every link reconnected
+        close_dialogs(page)
+        page.evaluate("() => window.app.canvas.setDirty(true, true)")
+        page.screenshot(path=str(artifacts / f"workflow_{path.stem}.png"))

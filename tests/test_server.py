@@ -12,7 +12,7 @@ from edit_agents.cli.workflow import set_image, ui_to_api
 from helpers import WORKFLOWS, load_json
 
 PACK_NODE_IDS = {"EditAgentsBrain", "EditAgentsToolbox", "EditAgentsPlanner", "EditAgentsExecutor", "EditAgentsCritic", "EditAgentsAggregator", "EditAgentsPerceiver", "EditAgentsCCALoop", "EditAgentsClosedLoop", "EditAgentsApplyTools", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
-NEEDS_NO_WEIGHTS = {"photoagent_offline.json"}
+NEEDS_NO_WEIGHTS = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json"}
 
 
 def test_every_pack_node_is_registered_with_help(object_info):
@@ -44,11 +44,13 @@ def test_each_workflow_converts_and_validates(path, comfy, object_info, comfy_se
     set_image(prompt, "validate.png")
     # validation only: an invalid input makes /prompt answer 400 before anything runs
     broken = json.loads(json.dumps(prompt))
-    pa = next(n for n in broken.values() if n["class_type"] in ("EditAgentsPhotoAgent", "EditAgentsMCTSPlanner"))
-    pa["inputs"]["max_steps"] = -3
+    node, name = next((n, name) for n in broken.values() if n["class_type"].startswith("EditAgents")
+                      for name, spec in object_info[n["class_type"]]["input"]["required"].items()
+                      if spec[0] == "INT" and spec[1].get("min", -1) >= 0 and name in n["inputs"])
+    node["inputs"][name] = -3
     with pytest.raises(PromptRejected) as err:
         comfy.call("queue", broken)
-    assert any(inp == "max_steps" for _, inp, _ in err.value.problems), err.value.readable()
+    assert any(inp == name for _, inp, _ in err.value.problems), err.value.readable()
     if path.name in NEEDS_NO_WEIGHTS:
         result = comfy.call("run", prompt)
         assert result.outputs, "no outputs in /history"

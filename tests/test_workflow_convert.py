@@ -81,3 +81,24 @@ def test_widgets_added_since_a_workflow_was_saved_take_their_defaults():
     old_save = {"nodes": [node(1, "Grown", [2.0])], "links": []}
     inputs = ui_to_api(old_save, info)["1"]["inputs"]
     assert inputs == {"old": 2.0, "new": 0.5, "pick": "first", "legacy": "a"}  # 'free' has no default: server names it
+
+
+def test_api_to_ui_round_trips_through_ui_to_api():
+    from edit_agents.cli.workflow import api_to_ui
+
+    prompt = {"1": {"class_type": "LoadImage", "inputs": {"image": "x.png"}},
+              "s": {"class_type": "KSamplerish", "inputs": {"seed": 42, "steps": 20, "image": ["1", 0]}},
+              "o": {"class_type": "SaveImage", "inputs": {"images": ["s", 0], "filename_prefix": "out"}}}
+    info = {**OBJECT_INFO, "LoadImage": {**OBJECT_INFO["LoadImage"], "output": ["IMAGE", "MASK"]},
+            "KSamplerish": {**OBJECT_INFO["KSamplerish"], "output": ["IMAGE"]},
+            "SaveImage": {**OBJECT_INFO["SaveImage"], "output": []}}
+    ui = api_to_ui(prompt, info, titles={"1": "Input Image"}, note="hello")
+    sampler = next(n for n in ui["nodes"] if n["type"] == "KSamplerish")
+    assert sampler["widgets_values"] == [42, "fixed", 20]  # the seed's control value follows it
+    assert [n["type"] for n in ui["nodes"]][-1] == "MarkdownNote"
+    assert ui["nodes"][0]["pos"][0] < sampler["pos"][0]  # laid out left to right by depth
+    back = ui_to_api(ui, info)
+    assert {k: v["inputs"] for k, v in back.items()} == {
+        "1": {"image": "x.png"}, "2": {"seed": 42, "steps": 20, "image": ["1", 0]},
+        "3": {"images": ["2", 0], "filename_prefix": "out"}}
+    assert back["1"]["_meta"]["title"] == "Input Image"

@@ -1,0 +1,125 @@
+"""Writes the example workflows in workflows/ (UI format) from the API-format graphs below.
+
+The widget order and sockets come from a live server's /object_info, so the files match what the
+canvas saves. Run after changing a node's inputs: .venv/bin/python scripts/build_workflows.py
+"""
+from __future__ import annotations
+
+import json
+import sys
+import urllib.request
+from pathlib import Path
+
+from edit_agents.cli.server import LocalServer
+from edit_agents.cli.workflow import api_to_ui
+
+WORKFLOWS = Path(__file__).resolve().parent.parent / "workflows"
+RULE_BRAIN = {"provider": "rule (offline)", "model": "", "base_url": "", "api_key_env": "", "temperature": 0.2,
+              "max_tokens": 1024, "timeout": 60.0, "image_side": 768, "concurrency": 4, "max_retries": 3,
+              "structured_output": "json_schema", "rule_boldness": 1.0}
+TOOLBOX = {"category": "classic", "only": "", "exclude": ""}
+PROVIDERS = ("To use an LLM instead, set a Brain's provider (OpenAI, Ollama, vLLM, LM Studio, DashScope, ...), its "
+             "model, and the *name* of the environment variable that holds the key (never the key itself).")
+
+
+def brain(boldness: float = 1.0) -> dict:
+    return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "rule_boldness": boldness}}
+
+
+def load(image: str = "chelsea.png") -> dict:
+    return {"class_type": "LoadImage", "inputs": {"image": image}}
+
+
+def role(cls: str, **inputs) -> dict:
+    return {"class_type": cls, "inputs": {"rerun_every_time": False, **inputs}}
+
+
+WORKFLOW_GRAPHS = {
+    "cca.json": dict(
+        prompt={
+            "img": load(),
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": TOOLBOX},
+            "gen1": brain(1.0), "gen2": brain(1.6), "judge": brain(1.0),
+            "loop": {"class_type": "EditAgentsCCALoop", "inputs": {
+                "image": ["img", 0], "instruction": "make it warmer and brighter, with more contrast", "caption": "",
+                "rounds": 5, "early_stop": True, "restart_from_original": True, "min_score": 7.0,
+                "rerun_every_time": False, "toolbox": ["tools", 0], "planner_brain": ["gen1", 0],
+                "generator_2_brain": ["gen2", 0], "discriminator_brain": ["judge", 0], "competitor_brain": ["judge", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/cca"}},
+            "rounds": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "gen1": "Brain: generator 1", "gen2": "Brain: generator 2 (bolder)",
+                "judge": "Brain: discriminator and competitor", "loop": "CCA Loop", "rounds": "Each round's best"},
+        note="## CCA: two competing generators and a discriminator\n\nTwo generator agents (plan + execute) edit the "
+             "photo from the same instruction; a discriminator asks Yes/No questions about each result and scores "
+             "its quality; a competitor picks the better one. Up to **5 rounds** with **early stop**; each round "
+             "learns from its own and its rival's feedback.\n\nRuns **offline** with the rule brains shown (the "
+             "second is bolder). " + PROVIDERS + "\n\nNeeds no model weights. Edit the instruction on the CCA Loop.",
+    ),
+    "imagagent.json": dict(
+        prompt={
+            "img": load(),
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": TOOLBOX},
+            "planner": brain(), "intent": brain(), "quality": brain(), "fidelity": brain(), "agg": brain(),
+            "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
+                "image": ["img", 0], "instruction": "warmer and sharper, then add a hat", "max_attempts": 3,
+                "accept_score": 7.0, "rerun_every_time": False, "toolbox": ["tools", 0], "planner_brain": ["planner", 0],
+                "executor_brain": ["planner", 0], "expert_1_brain": ["intent", 0], "expert_2_brain": ["quality", 0],
+                "expert_3_brain": ["fidelity", 0], "aggregator_brain": ["agg", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/imagagent"}},
+            "attempts": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "planner": "Brain: planner and executor", "intent": "Brain: expert 1 (intent)",
+                "quality": "Brain: expert 2 (quality)", "fidelity": "Brain: expert 3 (fidelity)",
+                "agg": "Brain: aggregator", "loop": "Closed Loop (IMAGAgent)", "attempts": "Every attempt"},
+        note="## IMAGAgent: plan, execute, reflect\n\nA constraint-aware planner splits the instruction into atomic "
+             "subtasks. Each subtask is executed and judged by **three critics** (intent, quality, fidelity), each "
+             "with its own Brain, and an aggregator merges their scores and points; below the acceptance score the "
+             "subtask is retried with that feedback (up to 3 attempts).\n\nThe rule brains run **offline**. 'Add a "
+             "hat' needs a generative tool: offline it is reported as unsupported, not faked. " + PROVIDERS,
+    ),
+    "unrolled_rounds.json": dict(
+        prompt={
+            "img": load(),
+            "b": brain(),
+            "p1": role("EditAgentsPlanner", image=["img", 0], instruction="brighter and more contrast", mode="instructed",
+                       mood="", caption="", brain=["b", 0]),
+            "e1": role("EditAgentsExecutor", image=["img", 0], plan=["p1", 0], brain=["b", 0], trace=["p1", 1]),
+            "c1": role("EditAgentsCritic", original=["img", 0], plan=["e1", 1], mode="discriminator (CCA)",
+                       brain=["b", 0], trace=["e1", 2]),
+            "a1": role("EditAgentsAggregator", feedback_1=["c1", 0], mode="merge critiques (IMAGAgent)",
+                       accept_score=7.0, brain=["b", 0], trace=["c1", 1]),
+            "p2": role("EditAgentsPlanner", image=["img", 0], instruction="brighter and more contrast", mode="instructed",
+                       mood="", caption="", brain=["b", 0], feedback=["a1", 0], trace=["a1", 3]),
+            "e2": role("EditAgentsExecutor", image=["img", 0], plan=["p2", 0], brain=["b", 0], feedback=["a1", 0],
+                       trace=["p2", 1]),
+            "c2": role("EditAgentsCritic", original=["img", 0], plan=["e2", 1], mode="discriminator (CCA)",
+                       brain=["b", 0], trace=["e2", 2]),
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["e2", 0], "filename_prefix": "edit_agents/unrolled"}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c2", 1]}},
+        },
+        titles={"img": "Input Image", "b": "Brain", "p1": "Planner (round 1)", "e1": "Executor (round 1)",
+                "c1": "Critic (round 1)", "a1": "Aggregator (round 1)", "p2": "Planner (round 2)",
+                "e2": "Executor (round 2)", "c2": "Critic (round 2)"},
+        note="## Rounds by hand\n\nPlanner -> Executor -> Critic -> Aggregator, twice: round 2's Planner and Executor "
+             "read round 1's **FEEDBACK**, and the **TRACE** is passed along so the Trace View shows both rounds. "
+             "Each role node shows its plan or feedback on the node after it runs.\n\nRuns **offline** with the rule "
+             "brain. " + PROVIDERS,
+    ),
+}
+
+
+def main() -> int:
+    with LocalServer() as server:
+        info = json.load(urllib.request.urlopen(server.url + "/object_info"))
+    for name, spec in WORKFLOW_GRAPHS.items():
+        ui = api_to_ui(spec["prompt"], info, titles=spec["titles"], note=spec["note"])
+        (WORKFLOWS / name).write_text(json.dumps(ui, indent=2) + "\n")
+        print(f"wrote workflows/{name}: {len(ui['nodes'])} nodes, {len(ui['links'])} links")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
