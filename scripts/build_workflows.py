@@ -108,6 +108,32 @@ WORKFLOW_GRAPHS = {
              "Each role node shows its plan or feedback on the node after it runs.\n\nRuns **offline** with the rule "
              "brain. " + PROVIDERS,
     ),
+    "graph_tool.json": dict(
+        prompt={
+            "img": load(),
+            "tin": {"class_type": "EditAgentsToolInput", "inputs": {"number_1": 2.0, "number_2": 1.0, "text": ""}},
+            "blur": {"class_type": "ImageBlur", "inputs": {"image": ["tin", 0], "blur_radius": 4, "sigma": ["tin", 1]}},
+            "tout": {"class_type": "EditAgentsToolOutput", "inputs": {
+                "image": ["blur", 0], "name": "soft_focus", "description": "Soft focus: blur the whole photo gently.",
+                "parameters": json.dumps({"sigma": {"from": "number_1", "type": "float", "min": 0.3, "max": 8.0,
+                                                    "default": 2.0, "description": "blur strength"}})}},
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": {**TOOLBOX, "graph_tool_1": ["tout", 0]}},
+            "b": brain(),
+            "plan": role("EditAgentsPlanner", image=["img", 0], instruction="soft focus, then warmer", mode="instructed",
+                         mood="", caption="", brain=["b", 0], toolbox=["tools", 0]),
+            "run": role("EditAgentsExecutor", image=["img", 0], plan=["plan", 0], brain=["b", 0], toolbox=["tools", 0],
+                        trace=["plan", 1]),
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["run", 0], "filename_prefix": "edit_agents/graph_tool"}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["run", 2]}},
+        },
+        titles={"img": "Input Image", "tin": "Tool Input", "blur": "the tool's body: any nodes", "tout": "Tool Output",
+                "plan": "Planner", "run": "Executor"},
+        note="## A sub-graph as an agent tool\n\n**Tool Input -> (any nodes) -> Tool Output** turns part of the canvas "
+             "into a tool with a name, a description and typed parameters (here `soft_focus`, its `sigma` wired to "
+             "`number_1`). Connected to the Toolbox, the agent can call it like a built-in tool: the Planner picks it "
+             "from the instruction, and when the Executor calls it the sub-graph is cloned with the agent's image and "
+             "parameter values and runs as ordinary ComfyUI nodes.\n\nRuns **offline** with the rule brain. " + PROVIDERS,
+    ),
 }
 
 

@@ -149,3 +149,16 @@ def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, c
     assert {"expert", "aggregator"} <= {s["role"] for s in trace["steps"]}
     ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
     assert any(n.endswith("s1.a0.fidelity") for n in ran), sorted(ran)
+
+
+def test_shipped_graph_tool_workflow_has_the_agent_call_the_sub_graph(comfy, comfy_server, cup, object_info):
+    from edit_agents.cli.workflow import set_image, ui_to_api
+    from helpers import WORKFLOWS, load_json
+
+    prompt = ui_to_api(load_json(WORKFLOWS / "graph_tool.json"), object_info)
+    set_image(prompt, cup)
+    result = comfy.call("run", prompt)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    calls = [s for s in trace["steps"] if s["role"] == "executor" and s["inputs"].get("tool") == "soft_focus"]
+    assert calls, [s["action"] for s in trace["steps"]]
+    assert calls[0]["outputs"]["expanded_nodes"]  # it ran as cloned ComfyUI nodes

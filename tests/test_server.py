@@ -12,7 +12,7 @@ from edit_agents.cli.workflow import set_image, ui_to_api
 from helpers import WORKFLOWS, load_json
 
 PACK_NODE_IDS = {"EditAgentsBrain", "EditAgentsToolbox", "EditAgentsPlanner", "EditAgentsExecutor", "EditAgentsCritic", "EditAgentsAggregator", "EditAgentsPerceiver", "EditAgentsCCALoop", "EditAgentsClosedLoop", "EditAgentsApplyTools", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
-NEEDS_NO_WEIGHTS = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json"}
+NEEDS_NO_WEIGHTS = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json"}
 
 
 def test_every_pack_node_is_registered_with_help(object_info):
