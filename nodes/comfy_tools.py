@@ -49,6 +49,7 @@ def _sample(model, seed, steps, cfg, sampler, scheduler, positive, negative, lat
                                        latent, denoise=float(denoise))[0]
 
 
+@torch.inference_mode()  # agent roles may call tools from a worker thread, where ComfyUI's mode is not set
 def comfy_img2img(img, prompt="", negative_prompt="", denoise=0.5, steps=20, cfg=7.0, seed=0, sampler="euler",
                   scheduler="normal", runtime=None):
     import nodes as comfy_nodes
@@ -63,6 +64,7 @@ def comfy_img2img(img, prompt="", negative_prompt="", denoise=0.5, steps=20, cfg
                       [f"img2img '{prompt}' on your checkpoint, denoise {denoise:g}"])
 
 
+@torch.inference_mode()  # agent roles may call tools from a worker thread, where ComfyUI's mode is not set
 def comfy_inpaint(img, prompt="", mask=None, negative_prompt="", denoise=1.0, steps=20, cfg=7.0, seed=0,
                   sampler="euler", scheduler="normal", runtime=None):
     import nodes as comfy_nodes
@@ -85,6 +87,7 @@ def comfy_inpaint(img, prompt="", mask=None, negative_prompt="", denoise=1.0, st
                       [f"inpainted '{prompt}' on your checkpoint"])
 
 
+@torch.inference_mode()  # agent roles may call tools from a worker thread, where ComfyUI's mode is not set
 def comfy_instruct_pix2pix(img, prompt="", negative_prompt="", steps=20, cfg=7.5, seed=0, sampler="euler",
                            scheduler="normal", runtime=None):
     import nodes as comfy_nodes

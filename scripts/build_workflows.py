@@ -134,6 +134,28 @@ WORKFLOW_GRAPHS = {
              "from the instruction, and when the Executor calls it the sub-graph is cloned with the agent's image and "
              "parameter values and runs as ordinary ComfyUI nodes.\n\nRuns **offline** with the rule brain. " + PROVIDERS,
     ),
+    "edit_with_checkpoint.json": dict(
+        prompt={
+            "img": load(),
+            "ckpt": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": {**TOOLBOX, "category": "classic + localise + generative",
+                                                                  "model": ["ckpt", 0], "clip": ["ckpt", 1],
+                                                                  "vae": ["ckpt", 2]}},
+            "b": brain(),
+            "plan": role("EditAgentsPlanner", image=["img", 0], instruction="restyle it as a watercolor painting, then warmer",
+                         mode="instructed", mood="", caption="", brain=["b", 0], toolbox=["tools", 0]),
+            "run": role("EditAgentsExecutor", image=["img", 0], plan=["plan", 0], brain=["b", 0], toolbox=["tools", 0],
+                        trace=["plan", 1]),
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["run", 0], "filename_prefix": "edit_agents/checkpoint"}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["run", 2]}},
+        },
+        titles={"img": "Input Image", "ckpt": "Your checkpoint", "plan": "Planner", "run": "Executor"},
+        note="## Agent tools on your own checkpoint\n\nConnect any checkpoint's **MODEL, CLIP and VAE** to the Toolbox "
+             "and the agent gains `comfy_img2img`, `comfy_inpaint` and `comfy_instruct_pix2pix`: diffusion edits that "
+             "sample through ComfyUI's own sampler and model management (loaded once, offloaded like any model).\n\n"
+             "**Needs** a Stable Diffusion checkpoint in `models/checkpoints/` (pick it in *Your checkpoint*). The "
+             "rule brain plans offline; " + PROVIDERS,
+    ),
 }
 
 

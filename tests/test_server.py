@@ -12,7 +12,8 @@ from edit_agents.cli.workflow import set_image, ui_to_api
 from helpers import WORKFLOWS, load_json
 
 PACK_NODE_IDS = {"EditAgentsBrain", "EditAgentsToolbox", "EditAgentsPlanner", "EditAgentsExecutor", "EditAgentsCritic", "EditAgentsAggregator", "EditAgentsPerceiver", "EditAgentsCCALoop", "EditAgentsClosedLoop", "EditAgentsApplyTools", "EditAgentsReward", "EditAgentsPhotoAgent", "EditAgentsTraceView"}
-NEEDS_NO_WEIGHTS = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json"}
+NEEDS_NO_WEIGHTS = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json",
+                    "edit_with_checkpoint.json"}  # the tiny test checkpoint stands in for the user's
 
 
 def test_every_pack_node_is_registered_with_help(object_info):
@@ -42,6 +43,9 @@ def test_each_workflow_converts_and_validates(path, comfy, object_info, comfy_se
     photo = comfy_server.dirs()["input"] / "validate.png"
     Image.new("RGB", (32, 24), (120, 80, 60)).save(photo)
     set_image(prompt, "validate.png")
+    for node in prompt.values():  # workflows that need a checkpoint get the tiny test one
+        if node["class_type"] == "CheckpointLoaderSimple":
+            node["inputs"]["ckpt_name"] = "tiny-sd15.safetensors"
     # validation only: an invalid input makes /prompt answer 400 before anything runs
     broken = json.loads(json.dumps(prompt))
     node, name = next((n, name) for n in broken.values() if n["class_type"].startswith("EditAgents")
@@ -175,3 +179,33 @@ def test_native_instruct_pix2pix_and_missing_inputs(comfy, comfy_server, photos)
     del prompt["2"]["inputs"]["vae"]
     with pytest.raises(ExecutionFailed, match="connect MODEL, CLIP and VAE together"):
         comfy.call("run", prompt)
+
+
+def test_checkpoint_workflow_restyles_with_the_users_model_when_an_llm_plans(comfy, object_info, comfy_server, photos,
+                                                                            llm):
+    from llm_server import Reply
+
+    # the offline rule brain does not write diffusion prompts (it reports a restyle as unsupported),
+    # so an OpenAI-compatible brain plans here: the scripted loopback endpoint
+    def answer(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "restyle as a watercolor painting", "tool": "comfy_img2img"},
+                                       {"goal": "warmer", "tool": "temperature_tint"}]})
+        if "comfy_img2img" in json.dumps(seen.body.get("response_format", {})):
+            return Reply({"steps": [{"tool": "comfy_img2img",
+                                     "params": {"prompt": "a watercolor painting of a cat", "steps": 2, "denoise": 0.5}}]})
+        return Reply({"steps": [{"tool": "temperature_tint", "params": {"temperature": 0.2}}]})
+    llm.reset(responder=answer)
+    prompt = ui_to_api(load_json(WORKFLOWS / "edit_with_checkpoint.json"), object_info)
+    Image.fromarray((photos["chelsea"][::4, ::4] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "cat.png")
+    set_image(prompt, "cat.png")
+    for node in prompt.values():
+        if node["class_type"] == "CheckpointLoaderSimple":
+            node["inputs"]["ckpt_name"] = "tiny-sd15.safetensors"
+        if node["class_type"] == "EditAgentsBrain":
+            node["inputs"].update(provider="custom", model="scripted-vlm", base_url=llm.url)
+    result = comfy.call("run", prompt)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    executed = [s["outputs"]["steps"][0]["tool"] for s in trace["steps"] if s["role"] == "executor"
+                and s["outputs"].get("steps")]
+    assert executed == ["comfy_img2img", "temperature_tint"], executed
