@@ -156,6 +156,30 @@ WORKFLOW_GRAPHS = {
              "**Needs** a Stable Diffusion checkpoint in `models/checkpoints/` (pick it in *Your checkpoint*). The "
              "rule brain plans offline; " + PROVIDERS,
     ),
+    "photoagent.json": dict(
+        prompt={
+            "img": load(),
+            "vlm": {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "provider": "ollama", "model": "qwen2.5vl:7b"}},
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": {**TOOLBOX, "category": "classic + localise + generative"}},
+            "reward": {"class_type": "EditAgentsReward", "inputs": {"preservation": 1.5, "mood": ""}},
+            "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
+                "image": ["img", 0], "simulations": 20, "depth": 3, "exploration": 1.0, "branching": 6, "top_k": 2,
+                "max_steps": 3, "patience": 1, "preview_side": 384, "time_budget_s": 120.0, "seed": 0, "mood": "",
+                "toolbox": ["tools", 0], "reward": ["reward", 0], "perceiver_brain": ["vlm", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["mcts", 0], "filename_prefix": "edit_agents/photoagent"}},
+            "steps": {"class_type": "PreviewImage", "inputs": {"images": ["mcts", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}},
+        },
+        titles={"img": "Input Image", "vlm": "Brain: VLM perceiver", "mcts": "MCTS Planner (PhotoAgent)",
+                "steps": "Each kept step"},
+        note="## PhotoAgent with a VLM perceiver\n\nA vision-language model looks at the photo and proposes K edits "
+             "each step (autonomous, or toward the **mood** you type on the planner and the Reward), seeing what was "
+             "already tried; **MCTS** explores sequences of them on a small copy and keeps the best at full size only "
+             "if the **reward ensemble** says it is better.\n\n**Needs**: a vision model behind the Brain (set for "
+             "Ollama's `qwen2.5vl:7b` at its default URL; any OpenAI-compatible VLM works). Optional: a CLIP folder in "
+             "`models/clip-hf/` and an aesthetic head in `models/aesthetic/` add the learned reward components "
+             "(skipped with a note when missing); generative tools need their models in `models/diffusers/`.",
+    ),
 }
 
 

@@ -209,3 +209,27 @@ def test_checkpoint_workflow_restyles_with_the_users_model_when_an_llm_plans(com
     executed = [s["outputs"]["steps"][0]["tool"] for s in trace["steps"] if s["role"] == "executor"
                 and s["outputs"].get("steps")]
     assert executed == ["comfy_img2img", "temperature_tint"], executed
+
+
+def test_photoagent_workflow_with_a_vlm_perceiver_on_the_scripted_endpoint(comfy, object_info, comfy_server, photos,
+                                                                           llm):
+    from llm_server import Reply
+
+    llm.reset(responder=lambda seen: Reply({"scene": "pet portrait", "actions": [
+        {"tool": "contrast", "params": {"amount": 0.25}, "rationale": "flat"},
+        {"tool": "vibrance", "params": {"amount": 0.3}, "rationale": "dull fur"}]}))
+    prompt = ui_to_api(load_json(WORKFLOWS / "photoagent.json"), object_info)
+    Image.fromarray((photos["chelsea"][::2, ::2] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "cat2.png")
+    set_image(prompt, "cat2.png")
+    for node in prompt.values():
+        if node["class_type"] == "EditAgentsBrain":
+            node["inputs"].update(provider="custom", model="scripted-vlm", base_url=llm.url)
+        if node["class_type"] == "EditAgentsMCTSPlanner":
+            node["inputs"].update(simulations=6, max_steps=2)
+    result = comfy.call("run", prompt)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    planners = [s for s in trace["steps"] if s["role"] == "planner"]
+    assert planners and len([s for s in llm.seen if s.role == "perceiver"]) == len(planners)
+    assert {p["tool"] for p in planners[0]["outputs"]["proposals"]} == {"contrast", "vibrance"}
+    report = next(s for s in trace["steps"] if s["role"] == "reward")["outputs"]["reward"]
+    assert "aesthetic" in report["components"]  # the tiny CLIP and head in the test model folders were found
