@@ -273,11 +273,12 @@ class Reward:
         return "reward = " + " + ".join(parts) + (f" (skipped {skipped})" if skipped else "")
 
     def score(self, img: np.ndarray, original: np.ndarray | None = None) -> Score:
-        raw = image_statistics(img)
+        small = resize_longest(img, METRIC_SIDE)  # once: the statistics and BRISQUE/NIQE all read this copy
+        raw = image_statistics(small)
         comps = {k: v for k, v in normalise(raw).items() if k in self.active}
         iqa_wanted = tuple(k for k in CLASSIC_IQA if k in self.active)
         if iqa_wanted:
-            iqa_raw = brisque_niqe(img, iqa_wanted)
+            iqa_raw = brisque_niqe(small, iqa_wanted)
             raw.update(iqa_raw)
             comps.update(normalise_iqa(iqa_raw))
         for name, scorer in self.scorers.items():

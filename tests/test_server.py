@@ -16,6 +16,13 @@ NEEDS_NO_WEIGHTS = {"photoagent_offline.json", "cca.json", "imagagent.json", "un
                     "edit_with_checkpoint.json"}  # the tiny test checkpoint stands in for the user's
 
 
+def use_tiny_checkpoint(prompt: dict) -> None:
+    """Workflows that need the user's checkpoint get the tiny test one instead."""
+    for node in prompt.values():
+        if node["class_type"] == "CheckpointLoaderSimple":
+            node["inputs"]["ckpt_name"] = "tiny-sd15.safetensors"
+
+
 def test_every_pack_node_is_registered_with_help(object_info):
     ours = {k: v for k, v in object_info.items() if k.startswith("EditAgents")}
     assert PACK_NODE_IDS <= set(ours), f"missing: {PACK_NODE_IDS - set(ours)}"
@@ -43,9 +50,7 @@ def test_each_workflow_converts_and_validates(path, comfy, object_info, comfy_se
     photo = comfy_server.dirs()["input"] / "validate.png"
     Image.new("RGB", (32, 24), (120, 80, 60)).save(photo)
     set_image(prompt, "validate.png")
-    for node in prompt.values():  # workflows that need a checkpoint get the tiny test one
-        if node["class_type"] == "CheckpointLoaderSimple":
-            node["inputs"]["ckpt_name"] = "tiny-sd15.safetensors"
+    use_tiny_checkpoint(prompt)
     # validation only: an invalid input makes /prompt answer 400 before anything runs
     broken = json.loads(json.dumps(prompt))
     node, name = next((n, name) for n in broken.values() if n["class_type"].startswith("EditAgents")
@@ -199,9 +204,8 @@ def test_checkpoint_workflow_restyles_with_the_users_model_when_an_llm_plans(com
     prompt = ui_to_api(load_json(WORKFLOWS / "edit_with_checkpoint.json"), object_info)
     Image.fromarray((photos["chelsea"][::4, ::4] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "cat.png")
     set_image(prompt, "cat.png")
+    use_tiny_checkpoint(prompt)
     for node in prompt.values():
-        if node["class_type"] == "CheckpointLoaderSimple":
-            node["inputs"]["ckpt_name"] = "tiny-sd15.safetensors"
         if node["class_type"] == "EditAgentsBrain":
             node["inputs"].update(provider="custom", model="scripted-vlm", base_url=llm.url)
     result = comfy.call("run", prompt)
