@@ -67,7 +67,7 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
         out, params, _ = tools.call(call.tool, current, call.params)
         s = reward.score(out, original)
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
-                  inputs={"tool": call.tool, "params": params}, scores=s.as_dict())
+                  inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
             best = (s, call, out)
     if best is None:
@@ -79,20 +79,21 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             settings: EnhanceSettings | None = None, perceiver: RulePerceiver | None = None,
             should_stop: Callable[[], None] | None = None,
             on_step: Callable[[int, int, str], None] | None = None,
-            agent: str = "photoagent") -> EnhanceResult:
-    """Run the loop. ``should_stop`` may raise to interrupt; ``on_step(step, total, text)`` reports progress."""
+            agent: str = "photoagent", listener: Callable | None = None) -> EnhanceResult:
+    """Run the loop. ``should_stop`` may raise to interrupt; ``on_step(step, total, text)`` reports progress;
+    ``listener`` gets each trace step as it is made."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
     settings = settings or EnhanceSettings()
     reward = reward or ClassicReward()
     perceiver = perceiver or RulePerceiver()
-    trace = Trace(title="PhotoAgent enhance (one-step look-ahead)")
+    trace = Trace(title="PhotoAgent enhance (one-step look-ahead)", listener=listener)
     original, preview_original = image, resize_longest(image, settings.preview_side)
 
     t0 = time.perf_counter()
     current, current_score = image, reward.score(image, original)
     start_score = current_score.total
-    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(),
+    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
     states, actions = [image], []
     tried: set[str] = set()  # memory: actions already tried from the current state
@@ -137,7 +138,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             stale = 0
             trace.add("loop", agent, f"accept {best[1].label()}", round=step,
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)},
-                      outputs={"action": best[1].as_dict()}, image=len(states) - 1)
+                      outputs={"action": best[1].as_dict()}, image=len(states) - 1, preview=current)
         else:
             stale += 1
             trace.add("loop", agent, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,

@@ -124,7 +124,7 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     state.rounds_run = rnd + 1
     trace.add("loop", "cca", f"round {rnd}: best is {best.agent} (round {best.round}); {reason}", round=rnd,
               scores={"best": best.feedback.score if best.feedback else 0.0},
-              outputs={"tool_calls_so_far": sum(c.tool_calls() for c in state.every)})
+              outputs={"tool_calls_so_far": sum(c.tool_calls() for c in state.every)}, preview=best.image)
     if stop and settings.early_stop:
         state.stopped = True
         trace.add("loop", "cca", f"stop early after round {rnd}: the best result satisfies the request", round=rnd)
@@ -247,7 +247,8 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
     ok = best.score >= settings.accept_score
     state.trace.add("loop", "imagagent", f"subtask {sub.index}: {'accept' if ok else 'keep the best of'} attempt "
                                          f"{best.number} (score {best.score:.1f})", subtask=sub.index,
-                    scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]})
+                    scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]},
+                    preview=best.image)
     state.current = best.image
     state.attempts.extend(tries)
     state.accepted.append(ok)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..tools.imageops import resize_longest
+from ..tools.imageops import resize_longest, thumbnail_data_url
 from ..tools.spec import ToolRegistry
 from .enhance import rescore_best
 from .perceiver import BrainPerceiver, Memory, RulePerceiver
@@ -62,11 +62,17 @@ class TreeNode:
     def mean(self) -> float:
         return self.total / self.visits if self.visits else 0.0
 
-    def as_dict(self, levels: int = 2) -> dict[str, Any]:
+    def as_dict(self, levels: int = 2, thumbs: bool = True) -> dict[str, Any]:
+        """The tree ``levels`` deep, most visited first; each node with a 64 px thumbnail of its
+        (preview-resolution) state for the tree view."""
         out = {"action": self.action.label() if self.action else "(current)", "visits": self.visits,
                "mean": round(self.mean, 5)}
+        if self.action is not None:
+            out["tool"], out["params"] = self.action.tool, dict(self.action.params)
+        if thumbs:
+            out["thumb"] = thumbnail_data_url(self.image, side=64, quality=70)
         if levels > 0 and self.children:
-            out["children"] = [c.as_dict(levels - 1) for c in sorted(self.children, key=lambda c: -c.visits)]
+            out["children"] = [c.as_dict(levels - 1, thumbs) for c in sorted(self.children, key=lambda c: -c.visits)]
         return out
 
 
@@ -161,12 +167,14 @@ class _Search:
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
                  settings: MCTSSettings | None = None, perceiver: RulePerceiver | BrainPerceiver | None = None,
                  should_stop: Callable[[], None] | None = None,
-                 on_step: Callable[[int, int, str], None] | None = None, agent: str = "photoagent") -> MCTSResult:
+                 on_step: Callable[[int, int, str], None] | None = None, agent: str = "photoagent",
+                 listener: Callable | None = None) -> MCTSResult:
+    """Search and apply edits step by step; ``listener`` gets each trace step as it is made."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
     s = settings or MCTSSettings()
     reward, perceiver = reward or ClassicReward(), perceiver or RulePerceiver()
-    trace = Trace(title=f"PhotoAgent MCTS ({s.simulations} simulations x depth {s.depth} per step)")
+    trace = Trace(title=f"PhotoAgent MCTS ({s.simulations} simulations x depth {s.depth} per step)", listener=listener)
     if isinstance(perceiver, BrainPerceiver):  # its calls go in this trace
         perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
@@ -174,7 +182,7 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     search = _Search(tools, reward, perceiver, s, original_preview, random.Random(s.seed))
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
-    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(),
+    trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"reward": current_score.report()},
               inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__})
     states, actions, trees, stale = [image], [], [], 0
@@ -209,7 +217,8 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
             stale = 0
             trace.add("loop", agent, f"accept {best[1].label()}", round=step,
                       outputs={"action": best[1].as_dict(), "reward": current_score.report()},
-                      scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1)
+                      scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1,
+                      preview=current)
         else:
             stale += 1
             trace.add("loop", agent, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,

@@ -59,7 +59,8 @@ async def _ask(brain: Brain, request: BrainRequest, where: Where, action: str) -
     where.trace.add(request.role, where.agent, action, started=start, round=where.round, subtask=where.subtask,
                     attempt=where.attempt, inputs={"brain": brain.name, "text": request.text[:600]},
                     outputs={**answer.data, **({"notes": answer.notes} if answer.notes else {})},
-                    tokens=answer.tokens, cost=round(answer.cost, 6))
+                    tokens=answer.tokens, cost=round(answer.cost, 6),
+                    preview=request.images[-1] if request.images else None)  # what the role looked at
     return answer
 
 

@@ -30,6 +30,7 @@ class TraceStep:
     tokens: int = 0
     cost: float = 0.0
     image: int | None = None  # index into the trace's intermediate images, if any
+    thumb: str | None = None  # a small JPEG data URL of the image this step made or judged, for the browser
 
 
 @dataclass
@@ -41,8 +42,14 @@ class Trace:
     # called with each new step (e.g. to stream it to the web extension); never serialised
     listener: Callable[[TraceStep], None] | None = field(default=None, repr=False, compare=False)
 
-    def add(self, role: str, agent: str, action: str, *, started: float | None = None, **fields: Any) -> TraceStep:
+    def add(self, role: str, agent: str, action: str, *, started: float | None = None, preview: Any = None,
+            **fields: Any) -> TraceStep:
+        """Record a step; ``preview`` (an image array) becomes its thumbnail."""
         wall_ms = (time.perf_counter() - started) * 1000.0 if started is not None else 0.0
+        if preview is not None:
+            from ..tools.imageops import thumbnail_data_url
+
+            fields["thumb"] = thumbnail_data_url(preview)
         step = TraceStep(index=len(self.steps), role=role, agent=agent, action=action, wall_ms=round(wall_ms, 3), **fields)
         self.steps.append(step)
         if self.listener is not None:

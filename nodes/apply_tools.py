@@ -89,7 +89,8 @@ class ApplyTools(io.ComfyNode):
                 else:
                     last_image = out
                 trace.add("executor", agent, call.label(), started=start_t, subtask=n,
-                          inputs={"tool": call.tool, "params": params, "source": call.source}, outputs={"notes": notes})
+                          inputs={"tool": call.tool, "params": params, "source": call.source}, outputs={"notes": notes},
+                          preview=out)
             finals.append(last_image)
             masks.append(last_mask)
         loads = dict(tools.runtime.loads) if tools.runtime is not None else {}

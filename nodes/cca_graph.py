@@ -75,7 +75,7 @@ class CCARoundEnd(io.ComfyNode):
         cfg, rnd, bests = resume["cfg"], resume["round"], resume["bests"] + [best.image]
         best.round = max(best.round, 0)
         trace.add("loop", "cca", f"round {rnd}: best is {best.agent}; {'satisfied' if accepted else 'not yet satisfied'}",
-                  round=rnd, scores={"best": best.feedback.score if best.feedback else 0.0})
+                  round=rnd, scores={"best": best.feedback.score if best.feedback else 0.0}, preview=best.image)
         done = (accepted and cfg["early_stop"]) or rnd + 1 >= cfg["rounds"]
         if not done:
             last = {"generator-1": _next_round(feedback_1, "generator-1", rnd),

@@ -79,7 +79,7 @@ class ClosedLoopStep(io.ComfyNode):
         sub = state["plan"].subtasks[state["subtask"]]
         trace.add("loop", "imagagent", f"subtask {sub.index}: {'accept' if ok else 'keep the best of'} "
                                        f"{len(state['tries'])} attempt(s) (score {best.feedback.score:.1f})",
-                  subtask=sub.index, scores={"score": best.feedback.score})
+                  subtask=sub.index, scores={"score": best.feedback.score}, preview=best.image)
         state.update(current=best.image, accepted=state["accepted"] + [ok], tries=[], attempt=0,
                      subtask=state["subtask"] + 1)
         if state["subtask"] < len(state["plan"].subtasks):

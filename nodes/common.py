@@ -68,20 +68,29 @@ def where(trace: Trace, agent: str, **kw) -> Where:
 TRACE_EVENT = "edit_agents.trace_step"  # websocket event the web extension listens for
 
 
-def stream(trace: Trace, node_id: str | None, replay: bool = True) -> Trace:
-    """Stream the trace's steps to the browser (a custom websocket event) and as the node's progress text."""
+def step_sender(title: str, node: str | None):
+    """A trace listener that sends each step to the browser (a custom websocket event, with the prompt
+    and node it belongs to) and shows it as the node's progress text."""
+    from dataclasses import asdict
+
+    from comfy_execution.utils import get_executing_context
     from server import PromptServer
 
     server = PromptServer.instance
+    ctx = get_executing_context()
+    prompt_id = ctx.prompt_id if ctx is not None else None
 
     def send(step) -> None:
-        from dataclasses import asdict
-
-        data = {"node": node_id, "title": trace.title, "step": asdict(step)}
+        data = {"prompt_id": prompt_id, "node": node, "title": title, "step": asdict(step)}
         server.send_sync(TRACE_EVENT, data, server.client_id)
-        if node_id is not None:
-            server.send_progress_text(f"{step.agent}: {step.action}"[:200], node_id, server.client_id)
-    trace.listen(send, replay=replay)
+        if node is not None:
+            server.send_progress_text(f"{step.agent}: {step.action}"[:200], node, server.client_id)
+    return send
+
+
+def stream(trace: Trace, node: str | None, replay: bool = True) -> Trace:
+    """Stream the trace's steps to the browser (see ``step_sender``)."""
+    trace.listen(step_sender(trace.title, node), replay=replay)
     return trace
 
 
@@ -95,8 +104,8 @@ def node_id() -> str | None:
 def run_per_image(image, max_steps: int, title: str, run):
     """Run a PhotoAgent search on each image of a batch, with one progress bar and one trace.
 
-    ``run(array, should_stop, on_step, agent)`` returns a result with ``image``, ``steps`` and ``trace``.
-    Returns (final images, step images, trace)."""
+    ``run(array, should_stop, on_step, agent, listener)`` returns a result with ``image``, ``steps`` and
+    ``trace``; its steps stream to the browser as they are made. Returns (final images, step images, trace)."""
     import comfy.model_management
     import comfy.utils
 
@@ -104,14 +113,15 @@ def run_per_image(image, max_steps: int, title: str, run):
     total = len(arrays) * max_steps
     bar = comfy.utils.ProgressBar(total)
     finals, steps, traces = [], [], []
+    send = step_sender(title, node_id())
     for i, arr in enumerate(arrays):
         result = run(arr, comfy.model_management.throw_exception_if_processing_interrupted,
                      lambda step, _total, _text, i=i: bar.update_absolute(i * max_steps + step, total),
-                     "photoagent" if len(arrays) == 1 else f"photoagent[{i}]")
+                     "photoagent" if len(arrays) == 1 else f"photoagent[{i}]", send)
         finals.append(result.image)
         steps.extend(result.steps)
         traces.append(result.trace)
     bar.update_absolute(total, total)
     trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title=f"{title} (batch)")
-    stream(trace, node_id())  # the search ran in one go: send its steps now
+    trace.listener = None  # it stays with the result (ComfyUI caches outputs); the browser has every step
     return finals, steps, trace

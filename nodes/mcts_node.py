@@ -65,8 +65,9 @@ class MCTSPlanner(io.ComfyNode):
 
         finals, steps, trace = run_per_image(
             image, max_steps, "PhotoAgent MCTS",
-            lambda arr, stop, on_step, agent: mcts_enhance(arr, tools, scorer, s, perceiver=perceiver(agent),
-                                                           should_stop=stop, on_step=on_step, agent=agent))
+            lambda arr, stop, on_step, agent, listener: mcts_enhance(arr, tools, scorer, s, perceiver=perceiver(agent),
+                                                                     should_stop=stop, on_step=on_step, agent=agent,
+                                                                     listener=listener))
         return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
 
 

@@ -53,8 +53,8 @@ class PhotoAgent(io.ComfyNode):
         tools, scorer = tools_or_classic(toolbox), reward or ClassicReward()
         finals, steps, trace = run_per_image(
             image, max_steps, "PhotoAgent enhance",
-            lambda arr, stop, on_step, agent: enhance(arr, tools, scorer, settings, should_stop=stop, on_step=on_step,
-                                                      agent=agent))
+            lambda arr, stop, on_step, agent, listener: enhance(arr, tools, scorer, settings, should_stop=stop,
+                                                                on_step=on_step, agent=agent, listener=listener))
         return io.NodeOutput(arrays_to_image_batch(finals), arrays_to_image_batch(steps), trace)
 
 

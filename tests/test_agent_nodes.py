@@ -244,11 +244,20 @@ def test_mcts_planner_node(comfy, photo):
             "max_steps": 2, "patience": 1, "preview_side": 128, "time_budget_s": 30.0, "seed": 0}},
         "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["m", 2]}},
     }
-    result = comfy.call("run", prompt)
+    events = []
+    result = comfy.call("run", prompt, on_event=events.append)
     trace = trace_of(result)
     tree = next(s for s in trace["steps"] if s["role"] == "planner")["outputs"]["tree"]
     assert tree["visits"] == 8 and tree["children"]
     assert trace["summary"]["simulations"] >= 8
+    # the search streams its steps while it runs (before the node's 'executed'), tagged with the prompt
+    kinds = [(e["type"], e["data"].get("node")) for e in events]
+    streamed = [e["data"] for e in events if e["type"] == "edit_agents.trace_step"]
+    assert [d["step"]["index"] for d in streamed] == list(range(len(trace["steps"])))
+    assert {d["prompt_id"] for d in streamed} == {result.prompt_id} and {d["node"] for d in streamed} == {"m"}
+    last_progress = max(i for i, k in enumerate(kinds) if k == ("progress", "m"))
+    assert kinds.index(("edit_agents.trace_step", "m")) < last_progress  # interleaved with the progress bar
+    assert all(d["step"]["thumb"].startswith("data:image/jpeg") for d in streamed if d["step"]["role"] == "reward")
 
 
 def reward_node(**weights) -> dict:

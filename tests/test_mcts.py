@@ -74,6 +74,34 @@ def test_mcts_on_real_photos(photos):
         MCTSSettings(simulations=0)
 
 
+def decode_thumb(url: str) -> np.ndarray:
+    import base64
+    import io
+
+    from PIL import Image
+
+    assert url.startswith("data:image/jpeg;base64,")
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+
+
+def test_steps_stream_live_with_thumbnails_and_the_tree_has_them(photos):
+    tools = default_registry().subset(categories=["classic"])
+    dark = photos["coffee"] * 0.45 + 0.05
+    heard = []
+    result = mcts_enhance(dark, tools, settings=MCTSSettings(simulations=8, max_steps=2, branching=4),
+                          listener=lambda step: heard.append(step.index))
+    assert heard == list(range(len(result.trace.steps)))  # every step, as it was made
+    first = result.trace.steps[0]
+    assert first.action == "score the input" and decode_thumb(first.thumb).shape == (64, 96, 3)  # a 400x600 photo
+    accepted = [s for s in result.trace.steps if s.action.startswith("accept")]
+    assert accepted and all(max(decode_thumb(s.thumb).shape[:2]) == 96 for s in accepted)
+    tree = next(s for s in result.trace.steps if s.role == "planner").outputs["tree"]
+    nodes = [tree] + tree["children"] + [g for c in tree["children"] for g in c.get("children", [])]
+    assert len(nodes) > 5 and all(max(decode_thumb(n["thumb"]).shape[:2]) == 64 for n in nodes)
+    assert all(n["tool"] in tools.names() for n in nodes[1:])
+    assert len(result.trace.to_json()) < 200_000  # thumbnails keep the trace small enough for /history
+
+
 class Recording(AllMoves):
     """Proposes every move and records the memory it is shown."""
 

@@ -90,3 +90,16 @@ def paste_masked(original: np.ndarray, painted: np.ndarray, mask: np.ndarray) ->
     """``painted`` where the H x W mask is 1, ``original`` (exactly) where it is 0, blended between."""
     m = np.clip(mask, 0.0, 1.0)[:, :, None]
     return original * (1.0 - m) + painted * m
+
+
+def thumbnail_data_url(img: np.ndarray, side: int = 96, quality: int = 80) -> str:
+    """A small JPEG as a ``data:`` URL, for trace steps and tree nodes the browser shows
+    (a few kB: small enough to stream over the websocket and keep in /history)."""
+    import base64
+
+    cv2 = require("cv2")
+    small = to_rgb(resize_longest(as_image(img), side))
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(to_uint8(small), cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError(f"could not encode a thumbnail of an image of shape {img.shape}")
+    return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii")
