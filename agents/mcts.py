@@ -216,13 +216,13 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
             actions.append(best[1])
             stale = 0
             trace.add("loop", agent, f"accept {best[1].label()}", round=step,
-                      outputs={"action": best[1].as_dict(), "reward": current_score.report()},
+                      outputs={"action": best[1].as_dict(), "chosen": best[1].label(), "reward": current_score.report()},
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1,
                       preview=current)
         else:
             stale += 1
             trace.add("loop", agent, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,
-                      scores={"gain": round(gain, 5)})
+                      scores={"gain": round(gain, 5)}, outputs={"chosen": best[1].label()})
             if stale >= s.patience:
                 trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
                 break

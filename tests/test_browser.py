@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def page(comfy_server, tmp_path_factory):
+def page(comfy_server, object_info, tmp_path_factory):  # object_info first: it cannot be fetched inside Playwright's loop
     if CHROMIUM is None:
         pytest.fail("Debian's chromium is not installed: run `make setup` as root, or apt-get install chromium")
     from playwright.sync_api import sync_playwright
@@ -41,6 +41,13 @@ def close_dialogs(page) -> None:
         else:
             page.keyboard.press("Escape")
         page.wait_for_timeout(400)
+
+
+def open_trace_panel(page) -> None:
+    """Open the Agent trace sidebar tab (the pack's panel) unless it is open."""
+    if not page.locator(".ea-panel").is_visible():
+        page.locator(".edit-agents-trace-tab-button").first.click()
+    page.locator(".ea-panel").wait_for(state="visible", timeout=10_000)
 
 
 def test_extension_and_nodes_are_loaded(page, artifacts):
@@ -97,3 +104,107 @@ def test_every_shipped_workflow_loads_with_its_widgets(page, artifacts):
         close_dialogs(page)
         page.evaluate("() => window.app.canvas.setDirty(true, true)")
         page.screenshot(path=str(artifacts / f"workflow_{path.stem}.png"))
+
+
+def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_server, photos, artifacts):
+    """The offline workflow queued from the UI's Run button: the trace panel fills with steps while it
+    runs, the MCTS tree renders with the chosen path, a tree node shows its image, and the Trace View
+    node shows its summary on the canvas."""
+    import numpy as np
+    from PIL import Image
+    from helpers import WORKFLOWS, load_json
+
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    Image.fromarray((photos["chelsea"] * 0.5 * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "dim_chelsea.png")
+    workflow = load_json(WORKFLOWS / "photoagent_offline.json")
+    next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = "dim_chelsea.png"
+    page.evaluate("async (wf) => { await window.app.loadGraphData(wf); }", workflow)
+    close_dialogs(page)
+
+    open_trace_panel(page)
+    page.locator("[data-testid=queue-button] button").first.click()  # the Run button
+    page.wait_for_selector(".ea-step", timeout=60_000)  # steps appear while the search runs
+    page.wait_for_selector(".ea-status[data-status=done]", timeout=240_000)
+    steps = page.locator(".ea-step")
+    roles = set(steps.evaluate_all("els => els.map((e) => e.dataset.role)"))
+    assert steps.count() >= 5 and {"reward", "planner", "loop"} <= roles
+    assert page.locator(".ea-step .ea-thumb").count() >= 2  # thumbnails of the input and the accepted edits
+    store = page.evaluate("() => { const r = window.__editAgentsTrace.latest(); return {n: r.steps.length, id: r.promptId}; }")
+    history = page.evaluate("async (id) => (await (await fetch(`/api/history/${id}`)).json())", store["id"])
+    published = [o["edit_agents_trace"][0] for o in history[store["id"]]["outputs"].values() if "edit_agents_trace" in o]
+    assert store["n"] == steps.count() == len(published[0]["steps"])  # every step, once
+
+    page.locator(".ea-step summary").nth(1).click()  # open one step's details
+    page.screenshot(path=str(artifacts / "trace_panel_steps.png"))
+
+    page.locator(".ea-tab[data-view=tree]").click()
+    nodes = page.locator(".ea-tree-node")
+    nodes.first.wait_for(timeout=10_000)
+    assert nodes.count() > 4
+    assert page.locator(".ea-tree-node.ea-chosen-kept, .ea-tree-node.ea-chosen-reverted").count() == 1
+    page.locator("[data-filter=tree-step]").select_option(index=0)  # the first search: its action was kept
+    kept = page.locator(".ea-tree-node.ea-chosen-kept")
+    assert kept.count() == 1 and page.locator(".ea-edge.ea-chosen-kept").count() == 1
+    accepted = published[0]["steps"][next(i for i, s in enumerate(published[0]["steps"]) if s["action"].startswith("accept"))]
+    assert kept.get_attribute("data-action") == accepted["outputs"]["chosen"]
+    kept.click()
+    detail = page.locator(".ea-tree-detail")
+    detail.wait_for(timeout=5_000)
+    assert "visits" in detail.inner_text() and "chosen: kept" in detail.inner_text()
+    assert page.locator(".ea-tree-detail img").evaluate("img => img.complete && img.naturalWidth > 0")
+    page.screenshot(path=str(artifacts / "trace_panel_tree.png"))
+
+    preview = page.locator(".ea-node-preview")
+    assert preview.count() >= 1 and "PhotoAgent MCTS" in preview.first.inner_text()
+    page.screenshot(path=str(artifacts / "trace_panel_canvas.png"), full_page=True)
+    ours = [e for e in page.errors if "edit_agents" in e.lower() or "editagents" in e.lower() or "ea-" in e]
+    assert not ours, ours
+
+
+def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server, object_info, photos, artifacts):
+    """unrolled_rounds.json from the Run button: each Planner shows its plan on the node, each Critic and
+    the Aggregator their feedback, and the trace panel can be filtered by round."""
+    import numpy as np
+    from PIL import Image
+    from edit_agents.cli.workflow import ui_to_api
+    from helpers import WORKFLOWS, load_json
+
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    Image.fromarray((photos["coffee"] * 0.6 * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "dim_coffee.png")
+    workflow = load_json(WORKFLOWS / "unrolled_rounds.json")
+    next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = "dim_coffee.png"
+    page.evaluate("async (wf) => { await window.app.loadGraphData(wf); }", workflow)
+    close_dialogs(page)
+    before = page.evaluate("() => window.__editAgentsTrace.runs.length")
+    page.locator("[data-testid=queue-button] button").first.click()
+    page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
+                           arg=before, timeout=240_000)
+    previews = page.wait_for_function(
+        """() => {
+            const out = {};
+            for (const n of window.app.graph._nodes) {
+                const w = (n.widgets || []).find((w) => w.name === 'edit_agents_preview');
+                if (w) (out[n.type] = out[n.type] || []).push(w.element.textContent);
+            }
+            return out.EditAgentsAggregator ? out : null;
+        }""", timeout=30_000).json_value()
+    assert len(previews["EditAgentsPlanner"]) == 2 and all(p.strip() for p in previews["EditAgentsPlanner"])
+    assert any(tool in previews["EditAgentsPlanner"][0] for tool in ("exposure", "contrast", "auto_levels"))
+    assert len(previews["EditAgentsCritic"]) == 2 and all("score" in p for p in previews["EditAgentsCritic"])
+    assert previews["EditAgentsAggregator"][0].startswith(("accepted", "not accepted"))
+    # the previews are not saved in the workflow, and a workflow saved after a run converts as before
+    # (the frontend's own progress-text widget does add a value to widgets_values)
+    saved = page.evaluate("() => window.app.graph.serialize()")
+    planner = next(n for n in saved["nodes"] if n["type"] == "EditAgentsPlanner")
+    assert not any(previews["EditAgentsPlanner"][0] == v for v in planner["widgets_values"])
+    assert ui_to_api(saved, object_info) == ui_to_api(workflow, object_info)
+
+    open_trace_panel(page)
+    steps = page.locator(".ea-step")
+    total = steps.count()
+    page.locator("[data-filter=round]").select_option("1")
+    rounds = page.evaluate("() => window.__editAgentsTrace.latest().steps.filter((s) => s.round === 1).length")
+    assert 0 < steps.count() == rounds < total
+    page.locator("[data-filter=round]").select_option("")
+    page.evaluate("() => window.app.canvas.setDirty(true, true)")
+    page.screenshot(path=str(artifacts / "role_node_previews.png"))
