@@ -43,6 +43,21 @@ def close_dialogs(page) -> None:
         page.wait_for_timeout(400)
 
 
+def load_with_photo(page, comfy_server, workflow_name: str, photo, filename: str) -> dict:
+    """Put ``photo`` in the server's input folder and load the shipped workflow on the canvas reading it."""
+    import numpy as np
+    from PIL import Image
+    from helpers import WORKFLOWS, load_json
+
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    Image.fromarray((np.clip(photo, 0, 1) * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / filename)
+    workflow = load_json(WORKFLOWS / workflow_name)
+    next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = filename
+    page.evaluate("async (wf) => { await window.app.loadGraphData(wf); }", workflow)
+    close_dialogs(page)
+    return workflow
+
+
 def open_trace_panel(page) -> None:
     """Open the Agent trace sidebar tab (the pack's panel) unless it is open."""
     if not page.locator(".ea-panel").is_visible():
@@ -110,17 +125,7 @@ def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_se
     """The offline workflow queued from the UI's Run button: the trace panel fills with steps while it
     runs, the MCTS tree renders with the chosen path, a tree node shows its image, and the Trace View
     node shows its summary on the canvas."""
-    import numpy as np
-    from PIL import Image
-    from helpers import WORKFLOWS, load_json
-
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
-    Image.fromarray((photos["chelsea"] * 0.5 * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "dim_chelsea.png")
-    workflow = load_json(WORKFLOWS / "photoagent_offline.json")
-    next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = "dim_chelsea.png"
-    page.evaluate("async (wf) => { await window.app.loadGraphData(wf); }", workflow)
-    close_dialogs(page)
-
+    load_with_photo(page, comfy_server, "photoagent_offline.json", photos["chelsea"] * 0.5, "dim_chelsea.png")
     open_trace_panel(page)
     page.locator("[data-testid=queue-button] button").first.click()  # the Run button
     page.wait_for_selector(".ea-step", timeout=60_000)  # steps appear while the search runs
@@ -164,17 +169,9 @@ def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_se
 def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server, object_info, photos, artifacts):
     """unrolled_rounds.json from the Run button: each Planner shows its plan on the node, each Critic and
     the Aggregator their feedback, and the trace panel can be filtered by round."""
-    import numpy as np
-    from PIL import Image
     from edit_agents.cli.workflow import ui_to_api
-    from helpers import WORKFLOWS, load_json
 
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
-    Image.fromarray((photos["coffee"] * 0.6 * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "dim_coffee.png")
-    workflow = load_json(WORKFLOWS / "unrolled_rounds.json")
-    next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = "dim_coffee.png"
-    page.evaluate("async (wf) => { await window.app.loadGraphData(wf); }", workflow)
-    close_dialogs(page)
+    workflow = load_with_photo(page, comfy_server, "unrolled_rounds.json", photos["coffee"] * 0.6, "dim_coffee.png")
     before = page.evaluate("() => window.__editAgentsTrace.runs.length")
     page.locator("[data-testid=queue-button] button").first.click()
     page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
