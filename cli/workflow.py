@@ -154,7 +154,8 @@ def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = N
     """An API-format prompt as a UI-format workflow (what ComfyUI's canvas saves and loads).
 
     Widgets are written in the node's input order with the frontend's companion values; links get
-    ids; nodes are laid out in columns by their depth in the graph; ``note`` becomes a Markdown note.
+    ids; nodes are laid out in columns by their depth in the graph (see ``_layout``); ``note`` becomes
+    a Markdown note at the top left.
     """
     titles = titles or {}
     keys = list(prompt)
@@ -168,7 +169,7 @@ def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = N
             depth[key] = 1 + max((depth_of(src, seen + (key,)) for src in sources), default=-1)
         return depth[key]
 
-    nodes, links, rows = [], [], {}
+    nodes, links = [], []
     for key in keys:
         node = prompt[key]
         info = object_info[node["class_type"]]
@@ -196,14 +197,10 @@ def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = N
                     widgets.append(extra)
             else:
                 sockets.append({"name": name, "type": spec[0], "link": None})
-        column = depth_of(key)
-        row = rows.get(column, 0)
         height = 80 + 26 * len(widgets) + 22 * len(sockets)
-        rows[column] = row + height + 40
         outputs = [{"name": n, "type": t, "links": [], "slot_index": i}
                    for i, (t, n) in enumerate(zip(info["output"], info.get("output_name") or info["output"]))]
-        entry = {"id": ids[key], "type": node["class_type"], "pos": [40 + 400 * column, 40 + row],
-                 "size": [360, height], "flags": {}, "order": 0, "mode": 0, "inputs": sockets, "outputs": outputs,
+        entry = {"id": ids[key], "type": node["class_type"], "pos": [0, 0], "size": [360, height], "flags": {}, "order": 0, "mode": 0, "inputs": sockets, "outputs": outputs,
                  "properties": {"Node name for S&R": node["class_type"]}, "widgets_values": widgets}
         if key in titles or node.get("_meta", {}).get("title"):
             entry["title"] = titles.get(key) or node["_meta"]["title"]
@@ -213,12 +210,31 @@ def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = N
         by_id[link[1]]["outputs"][link[2]]["links"].append(link[0])
     for order_index, key in enumerate(sorted(keys, key=depth_of)):
         by_id[ids[key]]["order"] = order_index
+    _layout(nodes, [depth_of(k) for k in keys], top=380 if note else 40)
     if note:
-        nodes.append({"id": len(nodes) + 1, "type": "MarkdownNote", "pos": [40, 40 + max(rows.get(0, 0), 300)],
-                      "size": [400, 300], "flags": {}, "order": len(nodes), "mode": 0, "inputs": [], "outputs": [],
+        nodes.append({"id": len(nodes) + 1, "type": "MarkdownNote", "pos": [40, 40], "size": [760, 300], "flags": {}, "order": len(nodes), "mode": 0, "inputs": [], "outputs": [],
                       "properties": {}, "title": "About this workflow", "widgets_values": [note]})
     return {"last_node_id": len(nodes), "last_link_id": len(links), "nodes": nodes, "links": links, "groups": [],
             "config": {}, "extra": {"ds": {"scale": 0.8, "offset": [0, 0]}}, "version": 0.4}
+
+
+COLUMN_WIDTH, GAP, MAX_COLUMN_HEIGHT = 400, 40, 1000
+
+
+def _layout(nodes: list[dict], depths: list[int], top: int) -> None:
+    """Columns left to right by graph depth; a column taller than MAX_COLUMN_HEIGHT wraps into the next
+    (so six brains side by side, not one long strip), keeping the canvas close to the screen's shape."""
+    x = 40
+    for d in sorted(set(depths)):
+        y = top
+        for node, depth in zip(nodes, depths):
+            if depth != d:
+                continue
+            if y > top and y + node["size"][1] > top + MAX_COLUMN_HEIGHT:
+                x, y = x + COLUMN_WIDTH, top
+            node["pos"] = [x, y]
+            y += node["size"][1] + GAP
+        x += COLUMN_WIDTH
 
 
 def find_node(prompt: dict, ref: str) -> str:

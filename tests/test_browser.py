@@ -205,3 +205,24 @@ def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server,
     page.locator("[data-filter=round]").select_option("")
     page.evaluate("() => window.app.canvas.setDirty(true, true)")
     page.screenshot(path=str(artifacts / "role_node_previews.png"))
+
+
+def test_template_browser_shows_the_workflows_with_their_thumbnails_and_opens_one(page, artifacts):
+    from helpers import WORKFLOWS
+
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    close_dialogs(page)
+    page.evaluate("() => window.app.extensionManager.command.execute('Comfy.BrowseTemplates')")
+    dialog = page.locator("[role=dialog]").first
+    dialog.wait_for(timeout=20_000)
+    dialog.get_by_text("edit_agents", exact=True).last.click()  # the pack's category, under Extensions
+    for name in sorted(p.stem for p in WORKFLOWS.glob("*.json")):
+        card = page.locator(f"[data-testid=template-workflow-{name}]")
+        card.scroll_into_view_if_needed(timeout=20_000)
+        page.wait_for_function("(name) => { const img = document.querySelector(`[data-testid=template-workflow-${name}] img`);"
+                               " return img && img.complete && img.naturalWidth === 640; }", arg=name, timeout=20_000)
+    page.locator("[data-testid=template-workflow-photoagent_offline]").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "template_browser.png"))
+    page.locator("[data-testid=template-workflow-photoagent_offline] img").click()  # opens it on the canvas
+    page.wait_for_function("() => window.app.graph._nodes.some((n) => n.type === 'EditAgentsMCTSPlanner')", timeout=20_000)
+    close_dialogs(page)

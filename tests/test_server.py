@@ -1,6 +1,7 @@
 """Integration: the pack on a real ComfyUI server, over HTTP and the websocket."""
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -36,11 +37,19 @@ def test_every_pack_node_is_registered_with_help(object_info):
                 assert opts.get("tooltip"), f"{node_id}.{name} has no tooltip"
 
 
-def test_workflows_are_listed_as_templates(comfy):
+def test_workflows_are_listed_as_templates_with_thumbnails(comfy, comfy_server):
+    import urllib.request
+
     templates = comfy.get("/api/workflow_templates")
     listed = {name for names in templates.values() for name in names}
     shipped = {p.stem for p in WORKFLOWS.glob("*.json")}
     assert shipped and shipped <= listed, f"not listed: {shipped - listed}"
+    module = next(m for m, names in templates.items() if shipped <= set(names))
+    for name in sorted(shipped):  # the template browser asks for <name>.jpg next to the workflow
+        with urllib.request.urlopen(f"{comfy_server.url}/api/workflow_templates/{module}/{name}.jpg") as response:
+            assert response.headers["Content-Type"] == "image/jpeg", name
+            thumb = Image.open(io.BytesIO(response.read()))
+        assert thumb.size == (640, 480), name
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.json")), ids=lambda p: p.name)
