@@ -226,3 +226,27 @@ def test_template_browser_shows_the_workflows_with_their_thumbnails_and_opens_on
     page.locator("[data-testid=template-workflow-photoagent_offline] img").click()  # opens it on the canvas
     page.wait_for_function("() => window.app.graph._nodes.some((n) => n.type === 'EditAgentsMCTSPlanner')", timeout=20_000)
     close_dialogs(page)
+
+
+def test_works_with_the_vue_nodes_renderer(page, comfy_server, photos, artifacts):
+    """With the frontend's "Nodes 2.0" (Vue) renderer on: the workflow loads, runs from the Run button, the
+    trace panel fills and the Planner's plan preview shows inside its Vue node."""
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    settings = "window.app.extensionManager.setting"
+    page.evaluate(f"async () => {{ await {settings}.set('Comfy.VueNodes.Enabled', true); }}")
+    try:
+        load_with_photo(page, comfy_server, "unrolled_rounds.json", photos["rocket"] * 0.7, "dim_rocket.png")
+        page.wait_for_selector("[data-node-id]", timeout=20_000)  # nodes are Vue components now
+        before = page.evaluate("() => window.__editAgentsTrace.runs.length")
+        page.locator("[data-testid=queue-button] button").first.click()
+        page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
+                               arg=before, timeout=240_000)
+        planner_id = page.evaluate("() => String(window.app.graph._nodes.find((n) => n.type === 'EditAgentsPlanner').id)")
+        preview = page.locator(f"[data-node-id='{planner_id}'] .ea-node-preview")
+        preview.wait_for(state="visible", timeout=20_000)
+        assert "->" in preview.inner_text()  # "0: brighter -> exposure | ..."
+        open_trace_panel(page)
+        assert page.locator(".ea-step").count() >= 8
+        page.screenshot(path=str(artifacts / "vue_nodes.png"))
+    finally:
+        page.evaluate(f"async () => {{ await {settings}.set('Comfy.VueNodes.Enabled', false); }}")
