@@ -19,7 +19,7 @@ test: setup
 test-fast: setup
 	@$(PY) -m pytest -m "not server and not browser" $(PYTEST_ARGS)
 
-# Regenerate the README's tool table from the tool specs.
+# Regenerate the README's tool, provider and node tables and web/docs/ (starts a local ComfyUI for the node schemas).
 docs: setup
 	@$(PY) scripts/gen_docs.py
 

@@ -30,19 +30,21 @@ class Provider:
     label: str
     base_url: str | None  # None: the SDK's default (OPENAI_BASE_URL or api.openai.com)
     key_env: str | None  # None: a local endpoint that needs no key
+    example_model: str = ""  # a model that works for every role (the README's provider table)
+    note: str = ""
 
 
 PROVIDERS: dict[str, Provider] = {
-    "openai": Provider("OpenAI", None, "OPENAI_API_KEY"),
-    "ollama": Provider("Ollama", "http://127.0.0.1:11434/v1", None),
-    "vllm": Provider("vLLM", "http://127.0.0.1:8000/v1", None),
-    "lmstudio": Provider("LM Studio", "http://127.0.0.1:1234/v1", None),
-    "llamacpp": Provider("llama.cpp server", "http://127.0.0.1:8080/v1", None),
-    "dashscope": Provider("DashScope (Qwen-VL)", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
-    "ark": Provider("Volcengine Ark (Doubao)", "https://ark.cn-beijing.volces.com/api/v3", "ARK_API_KEY"),
-    "deepseek": Provider("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "gemini": Provider("Gemini (OpenAI-compatible)", "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY"),
-    "custom": Provider("Custom endpoint", None, None),
+    "openai": Provider("OpenAI", None, "OPENAI_API_KEY", "gpt-4o-mini"),
+    "ollama": Provider("Ollama", "http://127.0.0.1:11434/v1", None, "qwen2.5vl:7b", "`ollama pull qwen2.5vl:7b` first"),
+    "vllm": Provider("vLLM", "http://127.0.0.1:8000/v1", None, "Qwen/Qwen2.5-VL-7B-Instruct", "the name `vllm serve` was given"),
+    "lmstudio": Provider("LM Studio", "http://127.0.0.1:1234/v1", None, "qwen2.5-vl-7b-instruct", "the loaded model's identifier"),
+    "llamacpp": Provider("llama.cpp server", "http://127.0.0.1:8080/v1", None, "any", "the server answers with the model it loaded (start it with --mmproj for images)"),
+    "dashscope": Provider("DashScope (Qwen-VL)", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "qwen-vl-max", "mainland accounts: base URL https://dashscope.aliyuncs.com/compatible-mode/v1"),
+    "ark": Provider("Volcengine Ark (Doubao)", "https://ark.cn-beijing.volces.com/api/v3", "ARK_API_KEY", "doubao-1-5-vision-pro-32k-250115", "or your endpoint id (ep-...)"),
+    "deepseek": Provider("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "deepseek-chat", "text only: for planners and aggregators, not for roles that look at images"),
+    "gemini": Provider("Gemini (OpenAI-compatible)", "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY", "gemini-2.0-flash"),
+    "custom": Provider("Custom endpoint", None, None, "", "any OpenAI-compatible server"),
 }
 
 STRUCTURED_MODES = ("json_schema", "json_object", "prompt")  # tried in this order when an endpoint refuses one

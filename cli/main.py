@@ -2,6 +2,7 @@
 
   edit-agents run WORKFLOW --image PATH --out DIR [--instruction TEXT] [--set NODE.INPUT=VALUE ...] [--server URL]
   edit-agents batch WORKFLOW --images DIR --out DIR [same options]
+  edit-agents convert WORKFLOW --out FILE [--image NAME] [--instruction TEXT] [--set ...] [--server URL]
 
 Without --server a local ComfyUI (the one `make setup` prepared, or COMFYUI_DIR) is
 started on a free loopback port and stopped afterwards.
@@ -121,6 +122,20 @@ def describe(o: Outcome) -> str:
     return f"{len(o.files)} file(s)"
 
 
+def convert(prompt: dict, args) -> int:
+    """Write the API-format prompt, with the image name, instruction and settings applied."""
+    if args.image:
+        set_image(prompt, args.image)
+    if args.instruction is not None:
+        set_instruction(prompt, args.instruction)
+    apply_settings(prompt, args.set or [])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(prompt, indent=1))
+    print(out)
+    return 0
+
+
 async def main_async(args) -> int:
     data = load_workflow(Path(args.workflow))
     async with contextlib.AsyncExitStack() as stack:
@@ -134,6 +149,8 @@ async def main_async(args) -> int:
         session = await stack.enter_async_context(aiohttp.ClientSession())
         client = ComfyClient(url, session, timeout=args.timeout)
         template = await to_api(data, client)
+        if args.command == "convert":
+            return convert(template, args)
         out_dir = Path(args.out)
         if args.command == "run":
             o = await run_one(client, template, Path(args.image) if args.image else None, out_dir, args)
@@ -167,14 +184,18 @@ async def main_async(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edit-agents", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (("run", "run a workflow on one photo"), ("batch", "run a workflow on every photo in a folder")):
+    for name, help_text in (("run", "run a workflow on one photo"), ("batch", "run a workflow on every photo in a folder"),
+                            ("convert", "write a workflow in API format (for POST /prompt, e.g. with curl)")):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("workflow", help="a workflow JSON file, UI format (as saved from the canvas) or API format")
         if name == "run":
             p.add_argument("--image", help="a photo to upload and set on the workflow's image loader")
-        else:
+        elif name == "batch":
             p.add_argument("--images", required=True, help="a folder of photos")
-        p.add_argument("--out", required=True, help="folder for the outputs and trace.json")
+        else:
+            p.add_argument("--image", help="the file name, in ComfyUI's input folder, for the image loader")
+        p.add_argument("--out", required=True, help="the API-format JSON file to write" if name == "convert"
+                       else "folder for the outputs and trace.json")
         p.add_argument("--instruction", help="text for the workflow's instruction input")
         p.add_argument("--set", action="append", metavar="NODE.INPUT=VALUE",
                        help="set an input by node title or id, e.g. --set 'PhotoAgent (enhance).max_steps=3' (repeatable)")

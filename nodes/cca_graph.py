@@ -58,8 +58,9 @@ class CCARoundEnd(io.ComfyNode):
                     FEEDBACK.Input("feedback_2", tooltip="Generator 2's feedback."),
                     TRACE.Input("trace", tooltip="The trace so far."),
                     RESUME.Input("resume", tooltip=RESUME_TIP)],
-            outputs=[io.Image.Output(display_name="image"), io.Image.Output(display_name="rounds"),
-                     TRACE.Output(display_name="trace"), FEEDBACK.Output(display_name="feedback")],
+            outputs=[io.Image.Output(display_name="image", tooltip="The best result so far."),
+                     io.Image.Output(display_name="rounds", tooltip="Each round's best, in order."),
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node."), FEEDBACK.Output(display_name="feedback", tooltip="The best candidate's feedback.")],
             enable_expand=True,
         )
 

@@ -53,8 +53,9 @@ class ClosedLoopStep(io.ComfyNode):
                     io.Boolean.Input("accepted", tooltip="Whether it reached tau_sr."),
                     TRACE.Input("trace", tooltip="The trace so far."),
                     RESUME.Input("resume", tooltip="Internal: set by the Closed Loop's expansion.")],
-            outputs=[io.Image.Output(display_name="image"), io.Image.Output(display_name="attempts"),
-                     TRACE.Output(display_name="trace"), FEEDBACK.Output(display_name="feedback")],
+            outputs=[io.Image.Output(display_name="image", tooltip="The image after the subtasks done so far."),
+                     io.Image.Output(display_name="attempts", tooltip="Every attempt's image, in order."),
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node."), FEEDBACK.Output(display_name="feedback", tooltip="The last subtask's aggregated feedback.")],
             enable_expand=True,
         )
 

@@ -96,8 +96,10 @@ class ToolInput(io.ComfyNode):
                     io.Float.Input("number_1", default=1.0, min=-1e6, max=1e6, step=0.01, tooltip="A numeric parameter (declare it in Tool Output)."),
                     io.Float.Input("number_2", default=1.0, min=-1e6, max=1e6, step=0.01, tooltip="A second numeric parameter."),
                     io.String.Input("text", default="", tooltip="A text parameter (e.g. a prompt).")],
-            outputs=[io.Image.Output(display_name="image"), io.Float.Output(display_name="number_1"),
-                     io.Float.Output(display_name="number_2"), io.String.Output(display_name="text")],
+            outputs=[io.Image.Output(display_name="image", tooltip="The agent's image (the test image when run on its own)."),
+                     io.Float.Output(display_name="number_1", tooltip="The value the agent chose for the parameter bound to number_1."),
+                     io.Float.Output(display_name="number_2", tooltip="The value the agent chose for the parameter bound to number_2."),
+                     io.String.Output(display_name="text", tooltip="The text parameter the agent chose, if the tool declares one.")],
         )
 
     @classmethod

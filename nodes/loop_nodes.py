@@ -78,7 +78,7 @@ class CCALoop(Rerunnable, io.ComfyNode):
             enable_expand=True,  # each round is a clone of this node, expanded until the stop rule fires
             outputs=[io.Image.Output(display_name="image", tooltip="The best result."),
                      io.Image.Output(display_name="rounds", tooltip="The best result after each round, as a batch."),
-                     TRACE.Output(display_name="trace"),
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node."),
                      FEEDBACK.Output(display_name="feedback", tooltip="The best result's plan and feedback.")],
         )
 
@@ -165,7 +165,7 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
             enable_expand=True,  # each subtask is a clone of this node, expanded until the plan is done
             outputs=[io.Image.Output(display_name="image", tooltip="The result."),
                      io.Image.Output(display_name="attempts", tooltip="Every attempt's image, as a batch."),
-                     TRACE.Output(display_name="trace"),
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node."),
                      FEEDBACK.Output(display_name="feedback", tooltip="The plan and the last subtask's merged feedback.")],
         )
 

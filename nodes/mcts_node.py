@@ -45,7 +45,8 @@ class MCTSPlanner(io.ComfyNode):
                                     "K actions once per step, seeing what was already tried. Without it the rule "
                                     "perceiver proposes from the photo's statistics (offline)."),
             ],
-            outputs=[io.Image.Output(display_name="image"), io.Image.Output(display_name="steps"),
+            outputs=[io.Image.Output(display_name="image", tooltip="The enhanced photo (a batch in, a batch out)."),
+                     io.Image.Output(display_name="steps", tooltip="The input and the image after each kept edit."),
                      TRACE.Output(display_name="trace", tooltip="Every step, with the search tree (visits and mean reward).")],
         )
 

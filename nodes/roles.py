@@ -53,7 +53,7 @@ class Planner(Rerunnable, io.ComfyNode):
                 _trace_in(), rerun_input(),
             ],
             outputs=[PLAN.Output(display_name="plan", tooltip="The plan, for an Executor."),
-                     TRACE.Output(display_name="trace")],
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
         )
 
     @classmethod
@@ -96,7 +96,7 @@ class Executor(Rerunnable, io.ComfyNode):
             ],
             outputs=[io.Image.Output(display_name="image", tooltip="The edited photo."),
                      PLAN.Output(display_name="plan", tooltip="The plan with the tool chains run, for a Critic."),
-                     TRACE.Output(display_name="trace")],
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
             enable_expand=True,  # graph tools run as expanded ComfyUI nodes
         )
 
@@ -168,7 +168,7 @@ class Critic(Rerunnable, io.ComfyNode):
                 _brain_in(what="the critic"), _trace_in(), rerun_input(),
             ],
             outputs=[FEEDBACK.Output(display_name="feedback", tooltip="For an Aggregator, or the next round's Planner/Executor."),
-                     TRACE.Output(display_name="trace")],
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
         )
 
     @classmethod
@@ -231,7 +231,7 @@ class Aggregator(Rerunnable, io.ComfyNode):
             outputs=[FEEDBACK.Output(display_name="feedback", tooltip="The merged verdict, or the best candidate."),
                      io.Boolean.Output(display_name="accepted", tooltip="Merged score >= accept_score, or the best candidate satisfies the request."),
                      io.Image.Output(display_name="image", tooltip="The judged (or best) edited image."),
-                     TRACE.Output(display_name="trace")],
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
         )
 
     @classmethod
@@ -278,7 +278,7 @@ class Perceiver(Rerunnable, io.ComfyNode):
                 _trace_in(), rerun_input(),
             ],
             outputs=[PLAN.Output(display_name="plan", tooltip="The proposed actions as a plan (the Executor runs them as proposed)."),
-                     TRACE.Output(display_name="trace")],
+                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
         )
 
     @classmethod

@@ -250,3 +250,23 @@ def test_works_with_the_vue_nodes_renderer(page, comfy_server, photos, artifacts
         page.screenshot(path=str(artifacts / "vue_nodes.png"))
     finally:
         page.evaluate(f"async () => {{ await {settings}.set('Comfy.VueNodes.Enabled', false); }}")
+
+
+def test_node_help_shows_the_generated_help_page(page, artifacts):
+    """Select a Planner and press the selection toolbox's info button: the frontend's help panel shows
+    web/docs/EditAgentsPlanner.md (the inputs table with each tooltip)."""
+    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    close_dialogs(page)
+    page.evaluate("""() => {
+        window.app.graph.clear();
+        const node = window.LiteGraph.createNode('EditAgentsPlanner');
+        node.pos = [500, 300];
+        window.app.graph.add(node);
+        window.app.canvas.selectNode(node);
+        window.app.canvas.setDirty(true, true);
+    }""")
+    page.locator("[data-testid=info-button]").first.wait_for(state="attached", timeout=10_000)
+    page.evaluate("() => document.querySelector('[data-testid=info-button]').click()")
+    page.get_by_text("The photo to plan for.").first.wait_for(timeout=15_000)  # a tooltip, from the help page's table
+    assert page.get_by_text("Splits the request into atomic subtasks").count() >= 1
+    page.screenshot(path=str(artifacts / "node_help.png"))

@@ -82,3 +82,30 @@ def test_execution_error_names_node_and_saves_traceback(comfy_server, photos, tm
 def test_bad_arguments(tmp_path):
     r = cli("run", str(tmp_path / "missing.json"), "--out", str(tmp_path))
     assert r.returncode == 2 and "cannot read workflow" in r.stderr
+
+
+def test_convert_writes_an_api_prompt_that_post_prompt_runs(comfy_server, photos, tmp_path):
+    """`edit-agents convert` + a plain POST /prompt (what the README's curl lines do) + GET /history."""
+    import time
+    import urllib.request
+
+    save(photos["coffee"] * 0.6, comfy_server.dirs()["input"] / "coffee_dim.png")
+    api_file = tmp_path / "offline_api.json"
+    r = cli("convert", OFFLINE, "--out", str(api_file), "--image", "coffee_dim.png", "--server", comfy_server.url,
+            "--set", "MCTS Planner (PhotoAgent).max_steps=1")
+    assert r.returncode == 0, r.stderr
+    prompt = json.loads(api_file.read_text())
+    assert {n["class_type"] for n in prompt.values()} >= {"LoadImage", "EditAgentsMCTSPlanner", "EditAgentsTraceView"}
+    assert next(n for n in prompt.values() if n["class_type"] == "LoadImage")["inputs"]["image"] == "coffee_dim.png"
+    body = json.dumps({"prompt": prompt}).encode()
+    request = urllib.request.Request(comfy_server.url + "/prompt", data=body, headers={"Content-Type": "application/json"})
+    prompt_id = json.load(urllib.request.urlopen(request))["prompt_id"]
+    for _ in range(600):  # wait (up to about 5 minutes) for the prompt to reach /history
+        history = json.load(urllib.request.urlopen(f"{comfy_server.url}/history/{prompt_id}"))
+        if prompt_id in history:
+            break
+        time.sleep(0.5)
+    entry = history[prompt_id]
+    assert entry["status"]["status_str"] == "success"
+    traces = [o["edit_agents_trace"][0] for o in entry["outputs"].values() if "edit_agents_trace" in o]
+    assert traces and traces[0]["summary"]["steps"] <= 1

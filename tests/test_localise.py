@@ -63,6 +63,23 @@ def test_missing_model_names_the_folder_and_the_download(tmp_path, photos):
         default_registry(chosen).call("segment_box", photos["coffee"], {})
 
 
+def test_placeholders_and_stray_files_are_never_offered_as_models(tmp_path, photos):
+    diffusers, sams = tmp_path / "diffusers", tmp_path / "sams"
+    (diffusers / "my-pix2pix").mkdir(parents=True)
+    sams.mkdir()
+    for path in (diffusers / "put_diffusers_models_here", sams / "put_sams_here", sams / "notes.txt", sams / ".hidden.pth"):
+        path.write_text("")
+    (sams / "sam_vit_b.pth").write_bytes(b"")
+    runtime = ToolRuntime({"diffusers": [diffusers], "sams": [sams]})
+    assert runtime.available("instruct-pix2pix") == ["my-pix2pix"]
+    assert runtime.available("sams") == ["sam_vit_b.pth"]
+    empty = ToolRuntime({"diffusers": [tmp_path / "only-placeholder"]})
+    (tmp_path / "only-placeholder").mkdir()
+    (tmp_path / "only-placeholder" / "put_diffusers_models_here").write_text("")
+    with pytest.raises(MissingModelError, match="InstructPix2Pix pipeline folder"):  # not "cannot load a placeholder"
+        default_registry(empty).call("instruct_pix2pix", photos["coffee"], {"prompt": "make it winter"})
+
+
 def test_corrupt_sam_file_is_reported(tmp_path, photos):
     (tmp_path / "sams").mkdir()
     import torch

@@ -35,6 +35,8 @@ def test_every_pack_node_is_registered_with_help(object_info):
             for name, spec in info["input"].get(section, {}).items():
                 opts = spec[1] if len(spec) > 1 else {}
                 assert opts.get("tooltip"), f"{node_id}.{name} has no tooltip"
+        for name, tip in zip(info["output_name"], info["output_tooltips"]):
+            assert tip, f"{node_id} output {name} has no tooltip"
 
 
 def test_workflows_are_listed_as_templates_with_thumbnails(comfy, comfy_server):

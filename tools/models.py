@@ -23,12 +23,21 @@ class ModelKind:
     folder: str  # ComfyUI model folder name (models/<folder>/)
     what: str  # what a valid entry looks like
     example: str  # a known-good download
+    suffixes: tuple[str, ...] = ()  # the model is a file with one of these suffixes; () means a folder
+
+    def accepts(self, entry: Path) -> bool:
+        """Whether a folder entry can be this kind of model (so ComfyUI's `put_..._here` placeholders and
+        stray files are never offered or picked as 'first available')."""
+        if entry.name.startswith("."):
+            return False
+        return entry.is_file() and entry.suffix.lower() in self.suffixes if self.suffixes else entry.is_dir()
 
 
 MODEL_KINDS: dict[str, ModelKind] = {
     "grounding-dino": ModelKind("grounding-dino", "a folder in transformers layout (config.json, model.safetensors, "
                                 "preprocessor and tokenizer files)", "IDEA-Research/grounding-dino-tiny"),
-    "sams": ModelKind("sams", "a segment-anything checkpoint (.pth)", "sam_vit_b_01ec64.pth from segment-anything"),
+    "sams": ModelKind("sams", "a segment-anything checkpoint (.pth)", "sam_vit_b_01ec64.pth from segment-anything",
+                      (".pth", ".pt", ".safetensors")),
     "instruct-pix2pix": ModelKind("diffusers", "an InstructPix2Pix pipeline folder in diffusers layout (model_index.json, "
                                   "unet/, vae/, text_encoder/, tokenizer/, scheduler/)", "timbrooks/instruct-pix2pix"),
     "inpaint": ModelKind("diffusers", "an SD or SDXL inpainting pipeline folder in diffusers layout",
@@ -38,7 +47,8 @@ MODEL_KINDS: dict[str, ModelKind] = {
     "clip": ModelKind("clip-hf", "a CLIP model folder in transformers layout (config.json, model.safetensors, "
                       "tokenizer and preprocessor files)", "openai/clip-vit-large-patch14"),
     "aesthetic": ModelKind("aesthetic", "a LAION aesthetic predictor head (.pth or .safetensors) matching the CLIP model",
-                           "sac+logos+ava1-l14-linearMSE.pth from christophschuhmann/improved-aesthetic-predictor"),
+                           "sac+logos+ava1-l14-linearMSE.pth from christophschuhmann/improved-aesthetic-predictor",
+                           (".pth", ".pt", ".safetensors")),
     "image-reward": ModelKind("ImageReward", "a folder with ImageReward.pt and med_config.json",
                               "THUDM/ImageReward (and pip install image-reward)"),
 }
@@ -81,7 +91,7 @@ class ToolRuntime:
         names: list[str] = []
         for folder in self.folders(kind):
             if folder.is_dir():
-                names += sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+                names += sorted(p.name for p in folder.iterdir() if MODEL_KINDS[kind].accepts(p))
         return names
 
     def path(self, kind: str) -> Path:
