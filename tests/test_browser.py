@@ -270,3 +270,39 @@ def test_node_help_shows_the_generated_help_page(page, artifacts):
     page.get_by_text("The photo to plan for.").first.wait_for(timeout=15_000)  # a tooltip, from the help page's table
     assert page.get_by_text("Splits the request into atomic subtasks").count() >= 1
     page.screenshot(path=str(artifacts / "node_help.png"))
+
+
+def test_trace_panel_shows_tokens_and_cost_of_a_vlm_run(page, comfy_server, photos, llm, artifacts):
+    """photoagent.json with its Brain pointed at the loopback scripted endpoint, run from the Run button: the
+    perceiver's calls appear with their tokens, and the panel sums them."""
+    from llm_server import Reply
+
+    llm.reset(responder=lambda seen: Reply({"scene": "a cat", "actions": [
+        {"tool": "contrast", "params": {"amount": 0.25}, "rationale": "flat"},
+        {"tool": "vibrance", "params": {"amount": 0.3}, "rationale": "dull fur"}]}))
+    load_with_photo(page, comfy_server, "photoagent.json", photos["chelsea"][::2, ::2] * 0.7, "dim_cat.png")
+    page.evaluate("""(url) => {
+        const set = (type, values) => {
+            const node = window.app.graph._nodes.find((n) => n.type === type);
+            for (const [name, value] of Object.entries(values)) node.widgets.find((w) => w.name === name).value = value;
+        };
+        set('EditAgentsBrain', {provider: 'custom', model: 'scripted-vlm', base_url: url});
+        set('EditAgentsMCTSPlanner', {simulations: 6, max_steps: 2});
+    }""", llm.url)
+    before = page.evaluate("() => window.__editAgentsTrace.runs.length")
+    page.locator("[data-testid=queue-button] button").first.click()
+    page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
+                           arg=before, timeout=240_000)
+    open_trace_panel(page)
+    page.locator(".ea-tab[data-view=steps]").click()
+    calls = [s for s in llm.seen if s.role == "perceiver"]
+    status = page.locator(".ea-status").inner_text()
+    tokens = page.evaluate("() => window.__editAgentsTrace.latest().steps.reduce((t, s) => t + (s.tokens || 0), 0)")
+    assert calls and tokens > 0 and f"{tokens} tokens" in status
+    page.locator("[data-filter=role]").select_option("perceiver")
+    assert page.locator(".ea-step").count() == len(calls)
+    page.locator(".ea-step summary").first.click()
+    body = page.locator(".ea-step-body").first.inner_text()
+    assert "tokens" in body and "contrast(amount=0.25" in body  # the proposals as tool calls
+    page.screenshot(path=str(artifacts / "trace_panel_vlm.png"))
+    page.locator("[data-filter=role]").select_option("")

@@ -81,7 +81,7 @@ function renderFields(label, data, onTree) {
       el("span", { class: "ea-val" }, renderValue(k, v, onTree)))));
 }
 
-function renderStep(step, onTree) {
+function renderStep(step, onTree, open, onToggle) {
   const where = [step.round !== null && step.round !== undefined ? `round ${step.round}` : "",
     step.subtask !== null && step.subtask !== undefined ? `subtask ${step.subtask}` : "",
     step.attempt !== null && step.attempt !== undefined ? `attempt ${step.attempt}` : ""].filter(Boolean).join(", ");
@@ -94,7 +94,7 @@ function renderStep(step, onTree) {
     el("span", { class: "ea-agent", text: step.agent }),
     el("span", { class: "ea-action", text: step.action }),
     step.thumb ? el("img", { class: "ea-thumb", src: step.thumb, alt: "image of this step" }) : null);
-  return el("details", { class: "ea-step", "data-role": step.role, "data-agent": step.agent },
+  const details = el("details", { class: "ea-step", "data-role": step.role, "data-agent": step.agent, open },
     summary,
     el("div", { class: "ea-step-body" },
       where ? el("div", { class: "ea-meta", text: where }) : null,
@@ -103,6 +103,8 @@ function renderStep(step, onTree) {
       renderFields("inputs", step.inputs, onTree),
       renderFields("outputs", step.outputs, onTree),
       step.thumb ? el("img", { class: "ea-thumb-large", src: step.thumb, alt: "image of this step" }) : null));
+  details.addEventListener("toggle", () => onToggle(details.open));
+  return details;
 }
 
 // -- the MCTS tree ---------------------------------------------------------------------------
@@ -202,6 +204,7 @@ export class TracePanel {
     this.view = "steps";
     this.treeStep = null; // seq of the MCTS step shown; null: the latest
     this.selected = null; // the clicked tree node
+    this.open = new Set(); // steps the user opened (by run and seq): they stay open as new steps arrive
     this.unsubscribe = store.subscribe(() => this.render());
   }
 
@@ -230,6 +233,7 @@ export class TracePanel {
   render() {
     const root = this.container;
     if (!root) return;
+    const scroll = root.scrollTop;
     root.replaceChildren();
     const run = this.currentRun();
     const header = el("div", { class: "ea-header" },
@@ -260,10 +264,12 @@ export class TracePanel {
         text: `MCTS tree${trees.length ? ` (${trees.length})` : ""}`, disabled: !trees.length,
         onclick: () => { this.view = "tree"; this.render(); } })));
     if (this.view === "tree" && trees.length) this.renderTreeView(root, trees);
-    else this.renderSteps(root, run.steps);
+    else this.renderSteps(root, run);
+    root.scrollTop = scroll;
   }
 
-  renderSteps(root, steps) {
+  renderSteps(root, run) {
+    const steps = run.steps;
     const distinct = (key) => [...new Set(steps.map((s) => s[key]).filter((v) => v !== null && v !== undefined))];
     root.append(el("div", { class: "ea-filters" },
       this.select("agent", "agent", distinct("agent")),
@@ -277,12 +283,16 @@ export class TracePanel {
       root.append(el("div", { class: "ea-meta", text: `${shown.length} of ${steps.length} steps` +
         (t.tokens ? ` · ${t.tokens} tokens` : "") + (t.cost ? ` · $${t.cost.toFixed(4)}` : "") }));
     }
-    root.append(el("div", { class: "ea-steps" }, shown.map((s) => renderStep(s, () => {
+    const key = (s) => `${run.promptId}/${s.seq}`;
+    const showTree = (s) => () => {
       this.view = "tree";
       this.treeStep = s.seq;
       this.selected = null;
       this.render();
-    }))));
+    };
+    const toggle = (s) => (open) => (open ? this.open.add(key(s)) : this.open.delete(key(s)));
+    root.append(el("div", { class: "ea-steps" },
+      shown.map((s) => renderStep(s, showTree(s), this.open.has(key(s)), toggle(s)))));
   }
 
   renderTreeView(root, trees) {
