@@ -149,7 +149,7 @@ class OpenAIBrain:
         url = self.config.url
         if key and url and url.startswith("http://") and not _is_loopback(url) and not self.config.allow_insecure_http:
             raise BrainError(f"refusing to send the API key from {self.config.key_env} over plain HTTP to {url}; "
-                             "use https, or allow insecure HTTP explicitly if this network is trusted")
+                             "use https, or turn on the Brain's allow_insecure_http if this network is trusted")
         kwargs: dict[str, Any] = {"timeout": self.config.timeout, "max_retries": 0}  # retries are ours: bounded, traced
         if url:
             kwargs["base_url"] = url
@@ -229,6 +229,21 @@ class OpenAIBrain:
     # -- the Brain interface -----------------------------------------------------------
 
     async def ask(self, request: BrainRequest) -> BrainAnswer:
+        """Ask, validate, re-ask; the key never leaves in what it returns or raises, even when the endpoint
+        echoes it back (into an error body or an answer)."""
+        key = self._api_key()
+        key = key if key and len(key) >= 6 else None  # shorter "keys" (test values) would mangle ordinary text
+        try:
+            answer = await self._ask(request)
+        except BrainError as err:
+            if key and key in str(err):
+                raise BrainError(redact(str(err), key)) from None
+            raise
+        if key:
+            answer.data, answer.notes = redact(answer.data, key), redact(answer.notes, key)
+        return answer
+
+    async def _ask(self, request: BrainRequest) -> BrainAnswer:
         self._connect()
         start = time.perf_counter()
         answer = BrainAnswer(data={}, brain=self.name)
@@ -264,6 +279,17 @@ class OpenAIBrain:
         if price:
             answer.cost = (answer.tokens_in * price[0] + answer.tokens_out * price[1]) / 1e6
         return answer
+
+
+def redact(value: Any, secret: str) -> Any:
+    """``value`` with every occurrence of ``secret`` in its strings replaced by '[redacted]'."""
+    if isinstance(value, str):
+        return value.replace(secret, "[redacted]")
+    if isinstance(value, dict):
+        return {k: redact(v, secret) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v, secret) for v in value)
+    return value
 
 
 def _short(err: Exception) -> str:

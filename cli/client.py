@@ -88,9 +88,10 @@ class ComfyClient:
             body = await r.json()
         return f"{body['subfolder']}/{body['name']}" if body.get("subfolder") else body["name"]
 
-    async def queue(self, prompt: dict) -> str:
-        async with self.session.post(self.base_url + "/prompt",
-                                     json={"prompt": prompt, "client_id": self.client_id}) as r:
+    async def queue(self, prompt: dict, extra_data: dict | None = None) -> str:
+        """``extra_data``: what the frontend sends alongside, e.g. {"extra_pnginfo": {"workflow": ...}}."""
+        body = {"prompt": prompt, "client_id": self.client_id, **({"extra_data": extra_data} if extra_data else {})}
+        async with self.session.post(self.base_url + "/prompt", json=body) as r:
             body = await r.json(content_type=None)
             if r.status != 200:
                 err = body.get("error", {}) if isinstance(body, dict) else {}
@@ -100,12 +101,13 @@ class ComfyClient:
                                      _problems(body if isinstance(body, dict) else {}, prompt), body)
             return body["prompt_id"]
 
-    async def run(self, prompt: dict, on_event: Callable[[dict], None] | None = None) -> Result:
+    async def run(self, prompt: dict, on_event: Callable[[dict], None] | None = None,
+                  extra_data: dict | None = None) -> Result:
         """Queue a prompt and follow it over the websocket until it finishes."""
         events: list[dict] = []
         ws_url = self.base_url.replace("http", "ws", 1) + f"/ws?clientId={self.client_id}"
         async with self.session.ws_connect(ws_url, heartbeat=30) as ws:
-            prompt_id = await self.queue(prompt)
+            prompt_id = await self.queue(prompt, extra_data)
             while True:
                 msg = await ws.receive(timeout=self.timeout)
                 if msg.type != aiohttp.WSMsgType.TEXT:

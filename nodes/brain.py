@@ -43,19 +43,23 @@ class Brain(io.ComfyNode):
                                tooltip="How answers are constrained: JSON schema where supported; it steps down automatically if refused."),
                 io.Float.Input("rule_boldness", default=1.0, min=0.1, max=10.0, step=0.1,
                                tooltip="Rule brain only: scales the executor's first-try strengths (two rule generators can differ)."),
+                io.Boolean.Input("allow_insecure_http", default=False, optional=True,
+                                 tooltip="Send the API key over plain http:// to a machine other than this one. Off "
+                                         "(the default) refuses, since anyone on the network could read the key; turn "
+                                         "on only for a network you trust. Loopback addresses and https are always allowed."),
             ],
             outputs=[BRAIN.Output(display_name="brain", tooltip="Connect to any role or loop node's brain input.")],
         )
 
     @classmethod
     def execute(cls, provider, model, base_url, api_key_env, temperature, max_tokens, timeout, image_side, concurrency,
-                max_retries, structured_output, rule_boldness) -> io.NodeOutput:
+                max_retries, structured_output, rule_boldness, allow_insecure_http=False) -> io.NodeOutput:
         if provider == RULE:
             return io.NodeOutput(RuleBrain(boldness=rule_boldness))
         config = BrainConfig(provider=provider, model=model.strip(), base_url=base_url.strip(),
                              api_key_env=api_key_env.strip(), temperature=temperature, max_tokens=max_tokens,
                              timeout=timeout, image_side=image_side, concurrency=concurrency, max_retries=max_retries,
-                             structured=structured_output)
+                             structured=structured_output, allow_insecure_http=bool(allow_insecure_http))
         return io.NodeOutput(OpenAIBrain(config))
 
 
