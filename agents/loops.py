@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tools.spec import ToolRegistry
 from . import roles
-from .brain import Brain, close_brains
+from .brain import Brain, BrainError, close_brains
 from .records import Attempt, Candidate, EditRequest, Feedback, HistoryContext, Plan, ToolCall
 from .roles import Where
 from .trace import Trace
@@ -36,6 +36,7 @@ class CCASettings:
     early_stop: bool = True
     restart_from_original: bool = True  # False: each round continues from the best result so far
     min_score: float = 7.0  # the best candidate satisfies the request at this score with every check passed
+    keep_best_on_brain_error: bool = False  # a brain fails mid-loop: False fails the run; True ends it with the best so far
 
     def __post_init__(self):
         if self.rounds < 1:
@@ -81,10 +82,11 @@ class CCAState:
     every: list[Candidate] = field(default_factory=list)
     rounds_run: int = 0
     stopped: bool = False
+    error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
     started: float = field(default_factory=time.perf_counter)
 
     def done(self, settings: CCASettings) -> bool:
-        return self.stopped or self.rounds_run >= settings.rounds
+        return self.stopped or bool(self.error) or self.rounds_run >= settings.rounds
 
 
 def cca_start(generators: list[Generator], settings: CCASettings) -> CCAState:
@@ -131,11 +133,29 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     return state
 
 
+async def cca_round_or_keep_best(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                                 generators: list[Generator], discriminator: Brain, competitor: Brain,
+                                 settings: CCASettings, should_stop: Callable[[], None] | None = None) -> CCAState:
+    """A round; when a brain fails (the endpoint died, ...) and the settings say so, the loop ends with the
+    best result of the earlier rounds and the error in the trace. Without an earlier result it fails."""
+    try:
+        return await cca_round(state, image, request, tools, generators, discriminator, competitor, settings, should_stop)
+    except BrainError as err:
+        if not (settings.keep_best_on_brain_error and state.best is not None):
+            raise
+        state.error = f"round {state.rounds_run} failed: {err}"
+        state.trace.add("loop", "cca", f"stop: a brain failed in round {state.rounds_run}; keeping the best so far "
+                                       f"({state.best.agent}, round {state.best.round})", round=state.rounds_run,
+                        outputs={"error": str(err)})
+        return state
+
+
 def cca_result(state: CCAState) -> CCAResult:
     best = state.best
     assert best is not None
     calls = sum(c.tool_calls() for c in state.every)
     state.trace.summary = {"rounds": state.rounds_run, "tool_calls": calls, "stopped_early": state.stopped,
+                           **({"error": state.error} if state.error else {}),
                            "best": {"agent": best.agent, "round": best.round,
                                     "score": best.feedback.score if best.feedback else None, "plan": best.plan.summary()},
                            "unsupported": best.plan.unsupported, "wall_s": round(time.perf_counter() - state.started, 3)}
@@ -150,7 +170,8 @@ async def run_cca(image: np.ndarray, request: EditRequest, tools: ToolRegistry, 
     try:
         state = cca_start(generators, settings)
         while not state.done(settings):
-            await cca_round(state, image, request, tools, generators, discriminator, competitor, settings, should_stop)
+            await cca_round_or_keep_best(state, image, request, tools, generators, discriminator, competitor, settings,
+                                         should_stop)
             if on_round:
                 on_round(state.rounds_run - 1, settings.rounds, state.best)
         return cca_result(state)
@@ -165,6 +186,7 @@ class ClosedLoopSettings:
     max_attempts: int = 3  # tau_it
     accept_score: float = 7.0  # tau_sr
     experts: tuple[str, ...] = ("intent", "quality", "fidelity")
+    keep_best_on_brain_error: bool = False  # a brain fails mid-loop: False fails the run; True keeps the subtasks done
 
     def __post_init__(self):
         if self.max_attempts < 1:
@@ -194,10 +216,11 @@ class ClosedLoopState:
     history: HistoryContext = field(default_factory=HistoryContext)
     attempts: list[Attempt] = field(default_factory=list)
     accepted: list[bool] = field(default_factory=list)
+    error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
     started: float = field(default_factory=time.perf_counter)
 
     def done(self) -> bool:
-        return len(self.accepted) >= len(self.plan.subtasks)
+        return bool(self.error) or len(self.accepted) >= len(self.plan.subtasks)
 
 
 def _panel(experts: list[Brain], settings: ClosedLoopSettings) -> list[tuple[str, Brain]]:
@@ -255,11 +278,30 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
     return state
 
 
+async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistry, executor: Brain, experts: list[Brain],
+                                      aggregator: Brain, settings: ClosedLoopSettings,
+                                      should_stop: Callable[[], None] | None = None, on_step=None) -> ClosedLoopState:
+    """A subtask; when a brain fails and the settings say so, the loop ends keeping the subtasks already done
+    (the image as it was before this one) with the error in the trace."""
+    index = len(state.accepted)
+    try:
+        return await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop, on_step)
+    except BrainError as err:
+        if not settings.keep_best_on_brain_error:
+            raise
+        state.attempts = [a for a in state.attempts if a.subtask != state.plan.subtasks[index].index]
+        state.error = f"subtask {index} failed: {err}"
+        state.trace.add("loop", "imagagent", f"stop: a brain failed in subtask {index}; keeping the "
+                                             f"{index} subtask(s) done", subtask=index, outputs={"error": str(err)})
+        return state
+
+
 def closed_loop_result(state: ClosedLoopState) -> ClosedLoopResult:
     calls = sum(len(a.chain) for a in state.attempts)
     state.trace.summary = {"subtasks": len(state.plan.subtasks), "accepted": state.accepted,
                            "attempts": len(state.attempts), "tool_calls": calls, "unsupported": state.plan.unsupported,
-                           "plan": state.plan.summary(), "wall_s": round(time.perf_counter() - state.started, 3)}
+                           "plan": state.plan.summary(), "wall_s": round(time.perf_counter() - state.started, 3),
+                           **({"error": state.error} if state.error else {})}
     return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace)
 
 
@@ -273,7 +315,7 @@ async def run_closed_loop(image: np.ndarray, request: EditRequest, tools: ToolRe
         _panel(experts, settings)
         state = await closed_loop_start(image, request, tools, planner, settings, should_stop)
         while not state.done():
-            await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop, on_step)
+            await closed_loop_subtask_or_keep(state, tools, executor, experts, aggregator, settings, should_stop, on_step)
         return closed_loop_result(state)
     finally:
         await close_brains(planner, executor, *experts, aggregator)

@@ -6,6 +6,7 @@ tool call against the tool specs, and records one trace step.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from dataclasses import dataclass
@@ -50,12 +51,30 @@ class Where:
         return Where(**{**self.__dict__, **kw})
 
 
+async def interruptible(call, should_stop: Callable[[], None] | None, poll_s: float = 0.1):
+    """Await ``call`` while checking ``should_stop`` every ``poll_s``: when it raises (the user pressed Cancel),
+    the call is cancelled at once instead of running to the end of a slow request."""
+    if should_stop is None:
+        return await call
+    task = asyncio.ensure_future(call)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=poll_s)
+            if done:
+                return task.result()
+            should_stop()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
 async def _ask(brain: Brain, request: BrainRequest, where: Where, action: str) -> BrainAnswer:
     if where.should_stop:
         where.should_stop()
     start = time.perf_counter()
     request.agent = where.agent
-    answer = await brain.ask(request)
+    answer = await interruptible(brain.ask(request), where.should_stop)
     where.trace.add(request.role, where.agent, action, started=start, round=where.round, subtask=where.subtask,
                     attempt=where.attempt, inputs={"brain": brain.name, "text": request.text[:600]},
                     outputs={**answer.data, **({"notes": answer.notes} if answer.notes else {})},

@@ -8,8 +8,8 @@ from __future__ import annotations
 from comfy_api.latest import io
 
 from ..agents.brain import close_brains
-from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, cca_result, cca_round, cca_start,
-                            closed_loop_result, closed_loop_start, closed_loop_subtask)
+from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, cca_result, cca_round_or_keep_best, cca_start,
+                            closed_loop_result, closed_loop_start, closed_loop_subtask_or_keep)
 from ..agents.records import EditRequest, Feedback, Handoff
 from ..agents.rule_brain import RuleBrain
 from .common import Rerunnable, node_id, one_image, rerun_input, present, stream, tools_or_classic
@@ -35,6 +35,15 @@ def _request(node: str, instruction: str, caption: str) -> EditRequest:
         return EditRequest(instruction=instruction, caption=caption)
     except ValueError as err:
         raise ValueError(f"{node}: {err}") from None
+
+
+KEEP_BEST_TIP = ("When a brain fails mid-loop (the endpoint died, kept timing out, ...): off (default) fails the run "
+                 "with the error; on ends the loop with the best result so far and the error in the trace "
+                 "(the run still fails if nothing was done yet).")
+
+
+def keep_best_input() -> io.Input:
+    return io.Boolean.Input("keep_best_on_brain_error", default=False, optional=True, tooltip=KEEP_BEST_TIP)
 
 
 def _stop_and_progress(total: int):
@@ -74,6 +83,7 @@ class CCALoop(Rerunnable, io.ComfyNode):
                                tooltip="The best result satisfies the request at this score with every check passed."),
                 rerun_input(),
                 RESUME.Input("resume", optional=True, tooltip=RESUME_TIP),
+                keep_best_input(),
             ],
             enable_expand=True,  # each round is a clone of this node, expanded until the stop rule fires
             outputs=[io.Image.Output(display_name="image", tooltip="The best result."),
@@ -85,7 +95,8 @@ class CCALoop(Rerunnable, io.ComfyNode):
     @classmethod
     async def execute(cls, image, instruction, caption, rounds, early_stop, restart_from_original, min_score,
                       rerun_every_time, toolbox=None, planner_brain=None, executor_brain=None, generator_2_brain=None,
-                      discriminator_brain=None, competitor_brain=None, resume=None) -> io.NodeOutput:
+                      discriminator_brain=None, competitor_brain=None, resume=None,
+                      keep_best_on_brain_error=False) -> io.NodeOutput:
         from comfy_execution.graph_utils import GraphBuilder
 
         graph = GraphBuilder()  # before the first await
@@ -93,11 +104,11 @@ class CCALoop(Rerunnable, io.ComfyNode):
                       restart_from_original=restart_from_original, min_score=min_score, rerun_every_time=rerun_every_time,
                       toolbox=toolbox, planner_brain=planner_brain, executor_brain=executor_brain,
                       generator_2_brain=generator_2_brain, discriminator_brain=discriminator_brain,
-                      competitor_brain=competitor_brain)
+                      competitor_brain=competitor_brain, keep_best_on_brain_error=keep_best_on_brain_error)
         img, tools = one_image(image, "CCA Loop"), tools_or_classic(toolbox)
         request = _request("CCA Loop", instruction, caption)
         settings = CCASettings(rounds=rounds, early_stop=early_stop, restart_from_original=restart_from_original,
-                               min_score=min_score)
+                               min_score=min_score, keep_best_on_brain_error=bool(keep_best_on_brain_error))
         planner = planner_brain or RuleBrain()
         executor = executor_brain or planner
         second = generator_2_brain or (RuleBrain(boldness=1.6) if isinstance(executor, RuleBrain) else executor)
@@ -121,7 +132,8 @@ class CCALoop(Rerunnable, io.ComfyNode):
         stream(state.trace, node_id(), replay=False)
         bests = resume["bests"] if resume else []
         try:
-            await cca_round(state, img, request, tools, generators, discriminator, competitor, settings, should_stop=stop)
+            await cca_round_or_keep_best(state, img, request, tools, generators, discriminator, competitor, settings,
+                                         should_stop=stop)
         finally:
             await close_brains(planner, executor, second, generators[1].planner, discriminator, competitor)
         bests.append(state.best.image)
@@ -134,7 +146,8 @@ class CCALoop(Rerunnable, io.ComfyNode):
         return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(bests), result.trace, handoff,
                              ui={"text": [f"{result.rounds} round(s), {result.tool_calls} tool calls, best: {best.agent} "
                                           f"round {best.round}, score {best.feedback.score:.1f}"
-                                          + (" (stopped early)" if result.stopped_early else "")]})
+                                          + (" (stopped early)" if result.stopped_early else "")
+                                          + (f"; stopped: {result.trace.summary['error']}" if "error" in result.trace.summary else "")]})
 
 
 class ClosedLoop(Rerunnable, io.ComfyNode):
@@ -161,6 +174,7 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
                                tooltip="tau_sr: an attempt scoring at least this is accepted."),
                 rerun_input(),
                 RESUME.Input("resume", optional=True, tooltip=RESUME_TIP),
+                keep_best_input(),
             ],
             enable_expand=True,  # each subtask is a clone of this node, expanded until the plan is done
             outputs=[io.Image.Output(display_name="image", tooltip="The result."),
@@ -172,17 +186,20 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
     @classmethod
     async def execute(cls, image, instruction, max_attempts, accept_score, rerun_every_time, toolbox=None,
                       planner_brain=None, executor_brain=None, expert_1_brain=None, expert_2_brain=None,
-                      expert_3_brain=None, aggregator_brain=None, resume=None) -> io.NodeOutput:
+                      expert_3_brain=None, aggregator_brain=None, resume=None,
+                      keep_best_on_brain_error=False) -> io.NodeOutput:
         from comfy_execution.graph_utils import GraphBuilder
 
         graph = GraphBuilder()  # before the first await
         inputs = dict(image=image, instruction=instruction, max_attempts=max_attempts, accept_score=accept_score,
                       rerun_every_time=rerun_every_time, toolbox=toolbox, planner_brain=planner_brain,
                       executor_brain=executor_brain, expert_1_brain=expert_1_brain, expert_2_brain=expert_2_brain,
-                      expert_3_brain=expert_3_brain, aggregator_brain=aggregator_brain)
+                      expert_3_brain=expert_3_brain, aggregator_brain=aggregator_brain,
+                      keep_best_on_brain_error=keep_best_on_brain_error)
         img, tools = one_image(image, "Closed Loop"), tools_or_classic(toolbox)
         request = _request("Closed Loop", instruction, "")
-        settings = ClosedLoopSettings(max_attempts=max_attempts, accept_score=accept_score)
+        settings = ClosedLoopSettings(max_attempts=max_attempts, accept_score=accept_score,
+                                      keep_best_on_brain_error=bool(keep_best_on_brain_error))
         planner = planner_brain or RuleBrain()
         executor, aggregator = executor_brain or planner, aggregator_brain or planner
         experts = [b or planner for b in (expert_1_brain, expert_2_brain, expert_3_brain)]
@@ -208,7 +225,7 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
             stream(state.trace, node_id(), replay=resume is None)  # the plan step came before the stream was attached
             if not state.done():
                 total = len(state.plan.subtasks)
-                await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop=stop,
+                await closed_loop_subtask_or_keep(state, tools, executor, experts, aggregator, settings, should_stop=stop,
                                           on_step=lambda sub, tot, text: bar.update_absolute(int(100 * sub / max(tot, 1)), 100))
                 bar.update_absolute(int(100 * len(state.accepted) / max(total, 1)), 100)
         finally:
@@ -223,7 +240,7 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
         if result.plan.unsupported:
             summary += f"; cannot do: {'; '.join(result.plan.unsupported)}"
         return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(images), result.trace, handoff,
-                             ui={"text": [summary]})
+                             ui={"text": [summary + (f"; stopped: {result.trace.summary['error']}" if "error" in result.trace.summary else "")]})
 
 
 NODES = [CCALoop, ClosedLoop]

@@ -11,3 +11,12 @@ ARTIFACTS = PACK_ROOT / "test-artifacts"
 
 def load_json(path: Path) -> dict:
     return json.loads(path.read_text())
+
+
+def mcts_prompt(image: str, **settings) -> dict:
+    """Load Image -> MCTS Planner (node "mcts") -> Trace View, with the planner's settings overridden."""
+    inputs = {"simulations": 8, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 2, "max_steps": 2,
+              "patience": 1, "preview_side": 128, "time_budget_s": 30.0, "seed": 0, **settings}
+    return {"img": {"class_type": "LoadImage", "inputs": {"image": image}},
+            "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {"image": ["img", 0], **inputs}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}}}

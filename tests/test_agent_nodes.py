@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from edit_agents.cli.client import ExecutionFailed
+from helpers import mcts_prompt
 from llm_server import Reply, overlapping
 from test_llm_loops import respond
 
@@ -237,13 +238,7 @@ def test_trace_steps_stream_over_the_websocket(comfy, photo):
 
 
 def test_mcts_planner_node(comfy, photo):
-    prompt = {
-        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
-        "m": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
-            "image": ["1", 0], "simulations": 8, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 2,
-            "max_steps": 2, "patience": 1, "preview_side": 128, "time_budget_s": 30.0, "seed": 0}},
-        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["m", 2]}},
-    }
+    prompt = mcts_prompt(photo)
     events = []
     result = comfy.call("run", prompt, on_event=events.append)
     trace = trace_of(result)
@@ -254,9 +249,9 @@ def test_mcts_planner_node(comfy, photo):
     kinds = [(e["type"], e["data"].get("node")) for e in events]
     streamed = [e["data"] for e in events if e["type"] == "edit_agents.trace_step"]
     assert [d["step"]["index"] for d in streamed] == list(range(len(trace["steps"])))
-    assert {d["prompt_id"] for d in streamed} == {result.prompt_id} and {d["node"] for d in streamed} == {"m"}
-    last_progress = max(i for i, k in enumerate(kinds) if k == ("progress", "m"))
-    assert kinds.index(("edit_agents.trace_step", "m")) < last_progress  # interleaved with the progress bar
+    assert {d["prompt_id"] for d in streamed} == {result.prompt_id} and {d["node"] for d in streamed} == {"mcts"}
+    last_progress = max(i for i, k in enumerate(kinds) if k == ("progress", "mcts"))
+    assert kinds.index(("edit_agents.trace_step", "mcts")) < last_progress  # interleaved with the progress bar
     assert all(d["step"]["thumb"].startswith("data:image/jpeg") for d in streamed if d["step"]["role"] == "reward")
 
 

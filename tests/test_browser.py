@@ -58,6 +58,15 @@ def load_with_photo(page, comfy_server, workflow_name: str, photo, filename: str
     return workflow
 
 
+def press_run(page) -> None:
+    """Click the frontend's Run button, once any popover (a workflow tab's preview shows while the mouse
+    rests on the tab) has faded away."""
+    page.mouse.move(700, 600)  # off the tabs and menus, onto the canvas
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => !document.querySelector('.p-popover')", timeout=10_000)
+    page.locator("[data-testid=queue-button] button").first.click()
+
+
 def open_trace_panel(page) -> None:
     """Open the Agent trace sidebar tab (the pack's panel) unless it is open."""
     if not page.locator(".ea-panel").is_visible():
@@ -127,7 +136,7 @@ def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_se
     node shows its summary on the canvas."""
     load_with_photo(page, comfy_server, "photoagent_offline.json", photos["chelsea"] * 0.5, "dim_chelsea.png")
     open_trace_panel(page)
-    page.locator("[data-testid=queue-button] button").first.click()  # the Run button
+    press_run(page)
     page.wait_for_selector(".ea-step", timeout=60_000)  # steps appear while the search runs
     page.wait_for_selector(".ea-status[data-status=done]", timeout=240_000)
     steps = page.locator(".ea-step")
@@ -173,7 +182,7 @@ def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server,
 
     workflow = load_with_photo(page, comfy_server, "unrolled_rounds.json", photos["coffee"] * 0.6, "dim_coffee.png")
     before = page.evaluate("() => window.__editAgentsTrace.runs.length")
-    page.locator("[data-testid=queue-button] button").first.click()
+    press_run(page)
     page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
                            arg=before, timeout=240_000)
     previews = page.wait_for_function(
@@ -238,7 +247,7 @@ def test_works_with_the_vue_nodes_renderer(page, comfy_server, photos, artifacts
         load_with_photo(page, comfy_server, "unrolled_rounds.json", photos["rocket"] * 0.7, "dim_rocket.png")
         page.wait_for_selector("[data-node-id]", timeout=20_000)  # nodes are Vue components now
         before = page.evaluate("() => window.__editAgentsTrace.runs.length")
-        page.locator("[data-testid=queue-button] button").first.click()
+        press_run(page)
         page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
                                arg=before, timeout=240_000)
         planner_id = page.evaluate("() => String(window.app.graph._nodes.find((n) => n.type === 'EditAgentsPlanner').id)")
@@ -290,7 +299,7 @@ def test_trace_panel_shows_tokens_and_cost_of_a_vlm_run(page, comfy_server, phot
         set('EditAgentsMCTSPlanner', {simulations: 6, max_steps: 2});
     }""", llm.url)
     before = page.evaluate("() => window.__editAgentsTrace.runs.length")
-    page.locator("[data-testid=queue-button] button").first.click()
+    press_run(page)
     page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
                            arg=before, timeout=240_000)
     open_trace_panel(page)
