@@ -1,7 +1,7 @@
 """`edit-agents`: run the pack's workflows through ComfyUI's API from a terminal.
 
   edit-agents run WORKFLOW --image PATH --out DIR [--instruction TEXT] [--set NODE.INPUT=VALUE ...] [--server URL]
-  edit-agents batch WORKFLOW --images DIR --out DIR [same options]
+  edit-agents batch WORKFLOW --images DIR --out DIR [same options]   (re-running skips the photos done before)
   edit-agents convert WORKFLOW --out FILE [--image NAME] [--instruction TEXT] [--set ...] [--server URL]
 
 Without --server a local ComfyUI (the one `make setup` prepared, or COMFYUI_DIR) is
@@ -36,6 +36,43 @@ class Outcome:
     summary: dict = field(default_factory=dict)
     error: str = ""
     seconds: float = 0.0
+    skipped: bool = False  # done by an earlier run of the same batch
+    server_lost: bool = False  # the server stopped answering: the rest of the batch is not tried
+
+
+MANIFEST = "batch.json"  # in --out: each photo's status, so a re-run skips the ones that finished
+
+
+class Manifest:
+    """What a batch has done, written after every photo (atomically), so an interrupted batch can resume."""
+
+    def __init__(self, out_dir: Path, workflow: str):
+        self.path = out_dir / MANIFEST
+        self.data = {"workflow": workflow, "photos": {}}
+        if self.path.exists():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                pass  # unreadable: start again (the outputs themselves are overwritten, never half-used)
+            self.data.setdefault("photos", {})
+
+    def done(self, photo: Path) -> list[Path] | None:
+        """The files an earlier run made for ``photo``, if it finished and they are all still there."""
+        entry = self.data["photos"].get(photo.name)
+        if not entry or entry.get("status") != "ok":
+            return None
+        files = [self.path.parent / f for f in entry.get("files", [])]
+        return files if files and all(f.exists() for f in files) else None
+
+    def record(self, o: Outcome) -> None:
+        entry = {"status": "ok" if o.ok else "failed", "seconds": round(o.seconds, 2),
+                 "files": [f.name for f in o.files], **({"error": o.error} if o.error else {})}
+        if not o.skipped:
+            self.data["photos"][o.source.name] = entry
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        tmp.replace(self.path)
 
 
 class Progress:
@@ -109,7 +146,13 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
         tb = out_dir / f"error-{stem}.txt"
         tb.write_text(f"{err}\n\n{err.traceback}")
         outcome.error = f"{err}\n  traceback saved to {tb}"
-    except (ValueError, WorkflowError, RuntimeError, aiohttp.ClientError, asyncio.TimeoutError) as err:
+    except (aiohttp.ClientConnectionError, ConnectionError) as err:
+        outcome.error = f"lost the server at {client.base_url}: {err or type(err).__name__}"
+        outcome.server_lost = True
+    except RuntimeError as err:
+        outcome.error = str(err) or type(err).__name__
+        outcome.server_lost = "websocket" in outcome.error and "closed" in outcome.error
+    except (ValueError, WorkflowError, aiohttp.ClientError, asyncio.TimeoutError) as err:
         outcome.error = str(err) or type(err).__name__
     outcome.seconds = time.monotonic() - start
     return outcome
@@ -166,18 +209,35 @@ async def main_async(args) -> int:
             print(f"error: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in {args.images}", file=sys.stderr)
             return 2
         outcomes = []
+        manifest = Manifest(out_dir, str(args.workflow))
+        lost = ""
         for i, image in enumerate(images):
-            o = await run_one(client, template, image, out_dir, args, progress_label=f"[{i + 1}/{len(images)}] {image.stem}")
+            earlier = manifest.done(image)
+            if lost:
+                o = Outcome(image, ok=False, error=f"not run: {lost}")
+            elif earlier is not None:
+                o = Outcome(image, ok=True, files=earlier, skipped=True)
+            else:
+                o = await run_one(client, template, image, out_dir, args,
+                                  progress_label=f"[{i + 1}/{len(images)}] {image.stem}")
+                if o.server_lost:
+                    lost = f"the server at {url} stopped answering during {image.name}"
             outcomes.append(o)
-            print(f"[{i + 1}/{len(images)}] {image.name}: " + ("ok, " + describe(o) if o.ok else "FAILED: " + o.error.splitlines()[0]),
-                  file=sys.stderr)
+            if not lost or o.server_lost:
+                manifest.record(o)
+            state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
+                                                                         "FAILED: " + o.error.splitlines()[0])
+            print(f"[{i + 1}/{len(images)}] {image.name}: {state}", file=sys.stderr)
         width = max(len(o.source.name) for o in outcomes)
         print(f"{'image':<{width}}  status  seconds  result")
         for o in outcomes:
-            print(f"{o.source.name:<{width}}  {'ok' if o.ok else 'FAILED':<6}  {o.seconds:7.1f}  "
-                  + (describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
+            status = "done" if o.skipped else ("ok" if o.ok else "FAILED")
+            print(f"{o.source.name:<{width}}  {status:<6}  {o.seconds:7.1f}  "
+                  + ("done in an earlier run" if o.skipped else describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
         failed = sum(not o.ok for o in outcomes)
-        print(f"{len(outcomes) - failed} ok, {failed} failed")
+        skipped = sum(o.skipped for o in outcomes)
+        print(f"{len(outcomes) - failed} ok ({skipped} done in an earlier run), {failed} failed"
+              + (f"; {lost}: run the same command again to finish the rest" if lost else ""))
         return 1 if failed else 0
 
 

@@ -54,7 +54,7 @@ def test_batch_continues_past_an_unreadable_file(comfy_server, photos, tmp_path)
     out = tmp_path / "out"
     r = cli("batch", OFFLINE, "--images", str(folder), "--out", str(out), "--server", comfy_server.url)
     assert r.returncode == 1, "a failed image must make the exit code non-zero"
-    assert "2 ok, 1 failed" in r.stdout
+    assert "2 ok (0 done in an earlier run), 1 failed" in r.stdout
     assert "broken.png" in r.stdout and "FAILED" in r.stdout and "not an image" in r.stdout
     for stem in ("coffee", "astronaut"):
         assert list(out.glob(f"{stem}_*.png")) and (out / f"{stem}.trace.json").exists()
@@ -109,3 +109,49 @@ def test_convert_writes_an_api_prompt_that_post_prompt_runs(comfy_server, photos
     assert entry["status"]["status_str"] == "success"
     traces = [o["edit_agents_trace"][0] for o in entry["outputs"].values() if "edit_agents_trace" in o]
     assert traces and traces[0]["summary"]["steps"] <= 1
+
+
+def test_batch_survives_a_server_restart_and_resumes(photos, tmp_path):
+    """The server stops in the middle of a batch: the CLI says which photos finished and which did not, and
+    the same command run again (server back) skips the finished ones and does the rest."""
+    import time
+
+    from edit_agents.cli.server import LocalServer
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    names = ["astronaut", "chelsea", "coffee", "rocket"]
+    for name in names:
+        save(photos[name][::2, ::2], folder / f"{name}.png")
+    out, base = tmp_path / "out", tmp_path / "server"
+    server = LocalServer(base_dir=base).start()
+    args = ("batch", OFFLINE, "--images", str(folder), "--out", str(out), "--server", server.url, "--quiet",
+            "--set", "MCTS Planner (PhotoAgent).simulations=60", "--set", "MCTS Planner (PhotoAgent).max_steps=2")
+    batch = subprocess.Popen([CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    manifest = out / "batch.json"
+    deadline = time.monotonic() + 240
+    while not (manifest.exists() and json.loads(manifest.read_text())["photos"]):  # the first photo is done
+        assert time.monotonic() < deadline and batch.poll() is None, "the first photo never finished"
+        time.sleep(0.2)
+    server.stop()  # the server goes away in the middle of the batch
+    stdout, stderr = batch.communicate(timeout=120)
+    assert batch.returncode == 1
+    first = json.loads(manifest.read_text())["photos"]
+    finished = {n for n, e in first.items() if e["status"] == "ok"}
+    assert "astronaut.png" in finished and len(finished) < 4
+    assert "stopped answering" in stdout and "run the same command again" in stdout
+    for name in set(f"{n}.png" for n in names) - finished:
+        assert f"{name}" in stdout and ("not run" in stdout or "lost the server" in stdout)
+
+    server = LocalServer(base_dir=base, port=server.port).start()  # back, on the same address
+    try:
+        r = cli(*args)
+    finally:
+        server.stop()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"4 ok ({len(finished)} done in an earlier run), 0 failed" in r.stdout
+    final = json.loads(manifest.read_text())["photos"]
+    assert all(e["status"] == "ok" for e in final.values()) and len(final) == 4
+    for name in names:
+        assert (out / f"{name}.trace.json").exists() and list(out.glob(f"{name}_*.png"))
+    assert {n: final[n]["seconds"] for n in finished} == {n: first[n]["seconds"] for n in finished}  # not re-run
