@@ -15,6 +15,9 @@ def _fmt(v: Any) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
+MAX_TEXT_CHARS = 20_000  # an instruction, caption or mood longer than this is a mistake, and would flood every prompt
+
+
 @dataclass
 class EditRequest:
     instruction: str = ""
@@ -27,6 +30,10 @@ class EditRequest:
             raise ValueError(f"mode must be instructed, autonomous or mood, got {self.mode!r}")
         if self.mode == "instructed" and not self.instruction.strip():
             raise ValueError("an instructed edit needs an instruction, e.g. 'make it brighter and crop to square'")
+        for name in ("instruction", "caption", "mood"):
+            if len(getattr(self, name)) > MAX_TEXT_CHARS:
+                raise ValueError(f"the {name} is {len(getattr(self, name)):,} characters long; the limit is "
+                                 f"{MAX_TEXT_CHARS:,} (was something pasted by mistake?): shorten it")
 
 
 @dataclass(frozen=True)

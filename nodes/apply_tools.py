@@ -102,6 +102,9 @@ class ApplyTools(io.ComfyNode):
 def _parse(chain: str) -> list[ToolCall]:
     try:
         steps = json.loads(chain)
+    except ValueError as err:
+        raise ValueError(f"Apply Tools: the chain is not valid JSON ({err}). Example: {EXAMPLE}") from None
+    try:
         if not isinstance(steps, list) or not all(isinstance(s, dict) and "tool" in s for s in steps):
             raise ValueError("expected a JSON list of {\"tool\": ..., \"params\": {...}} objects")
         calls = [ToolCall.from_dict(s) for s in steps]

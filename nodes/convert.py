@@ -1,6 +1,8 @@
 """IMAGE tensor <-> float numpy conversion (ComfyUI IMAGE is B x H x W x C, float in [0, 1])."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -8,10 +10,25 @@ from ..tools.backends import require
 from ..tools.imageops import as_image
 
 
+def max_megapixels() -> float:
+    """The largest image the agent nodes take (EDIT_AGENTS_MAX_MEGAPIXELS, default 100): searches copy and
+    re-score the image many times, so a 256 MP scan would take minutes and gigabytes per step."""
+    try:
+        return float(os.environ.get("EDIT_AGENTS_MAX_MEGAPIXELS", "100"))
+    except ValueError:
+        raise ValueError("EDIT_AGENTS_MAX_MEGAPIXELS must be a number of megapixels, e.g. 100") from None
+
+
 def image_batch_to_arrays(images: torch.Tensor) -> list[np.ndarray]:
     if not isinstance(images, torch.Tensor) or images.ndim != 4:
         shape = tuple(images.shape) if hasattr(images, "shape") else type(images).__name__
         raise ValueError(f"expected an IMAGE batch (B x H x W x C), got {shape}; connect an IMAGE output (e.g. Load Image)")
+    _, h, w, _ = images.shape
+    limit = max_megapixels()
+    if h * w > limit * 1e6:
+        raise ValueError(f"the image is {h * w / 1e6:.0f} MP ({w} x {h}); the agent nodes take at most {limit:g} MP. "
+                         "Downscale it first (e.g. with an Upscale Image By node at 0.5), or raise the limit with the "
+                         "environment variable EDIT_AGENTS_MAX_MEGAPIXELS")
     return [as_image(img.detach().cpu().float().numpy()) for img in images]
 
 

@@ -23,6 +23,7 @@ class Reply:
     delay: float = 0.0  # seconds before answering
     body: Any = None  # for errors: the JSON body
     raw: str | None = None  # send this text as-is (e.g. HTML)
+    reset: bool = False  # drop the connection without answering (a crashed server or a proxy resetting it)
 
     def text(self) -> str:
         return self.content if isinstance(self.content, str) else json.dumps(self.content)
@@ -85,6 +86,9 @@ class ScriptedLLM:
             latency = self.latency
         await asyncio.sleep(reply.delay + latency)
         seen.end = time.monotonic()
+        if reply.reset:
+            request.transport.abort()
+            return web.Response(status=500)  # never sent: the connection is gone
         if reply.raw is not None:
             return web.Response(text=reply.raw, status=reply.status, content_type="text/html")
         if reply.status != 200:
