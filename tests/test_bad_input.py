@@ -187,3 +187,18 @@ def test_a_workflow_from_an_older_version_still_runs(comfy, object_info, small):
                   "time_budget_s": 30.0, "seed": 0, "perceiver_brain": ["brain", 0]}},
               "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}}}
     assert comfy.call("run", prompt).outputs
+
+
+def test_a_corrupt_or_truncated_model_file_is_named(comfy, comfy_server, model_root, small):
+    good = next((model_root / "sams").glob("*.pth"))
+    bad = {"zz_truncated_sam.pth": good.read_bytes()[: good.stat().st_size // 3],
+           "zz_corrupt_sam.pth": b"\x00not a checkpoint" * 100}  # "zz": never the first available for other tests
+    try:
+        for name, content in bad.items():
+            (model_root / "sams" / name).write_bytes(content)
+            prompt = apply(small, [{"tool": "segment_box", "params": {"box": [0.2, 0.2, 0.8, 0.8]}}], sam=name,
+                           category="classic + localise")
+            fails_with(comfy, comfy_server, prompt, name, "truncated or corrupt", "sam_vit_b_01ec64.pth")
+    finally:
+        for name in bad:
+            (model_root / "sams" / name).unlink(missing_ok=True)

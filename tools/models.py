@@ -7,6 +7,7 @@ torch modules in ModelPatcher and loads them through ComfyUI's model management.
 """
 from __future__ import annotations
 
+import pickle  # only for its exception type: model files are never unpickled
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -16,6 +17,10 @@ from typing import Any, Callable, Protocol
 
 class MissingModelError(FileNotFoundError):
     """A model tool's file is not there; the message names the file, the folder and what to get."""
+
+
+class ModelFileError(ValueError):
+    """A model file is there but cannot be loaded (truncated, corrupt, another kind of model)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,14 @@ class ToolRuntime:
         key = f"{kind}:{path}"
         with self._lock:
             if key not in self._models:
-                self._models[key] = loader(path)
+                try:
+                    self._models[key] = loader(path)
+                except (RuntimeError, OSError, EOFError, ValueError, KeyError, IndexError, pickle.UnpicklingError) as err:
+                    if isinstance(err, MissingModelError) or str(path) in str(err):
+                        raise  # already names the file
+                    info = MODEL_KINDS[kind]
+                    raise ModelFileError(f"{path} could not be loaded as {info.what}: {type(err).__name__}: "
+                                         f"{str(err)[:300]}. It may be truncated or corrupt (an interrupted download?): "
+                                         f"get it again, e.g. {info.example}.") from None
                 self.loads[key] += 1
             return self._models[key]
