@@ -289,7 +289,6 @@ async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistr
     except BrainError as err:
         if not settings.keep_best_on_brain_error:
             raise
-        state.attempts = [a for a in state.attempts if a.subtask != state.plan.subtasks[index].index]
         state.error = f"subtask {index} failed: {err}"
         state.trace.add("loop", "imagagent", f"stop: a brain failed in subtask {index}; keeping the "
                                              f"{index} subtask(s) done", subtask=index, outputs={"error": str(err)})

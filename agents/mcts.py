@@ -62,17 +62,16 @@ class TreeNode:
     def mean(self) -> float:
         return self.total / self.visits if self.visits else 0.0
 
-    def as_dict(self, levels: int = 2, thumbs: bool = True) -> dict[str, Any]:
+    def as_dict(self, levels: int = 2) -> dict[str, Any]:
         """The tree ``levels`` deep, most visited first; each node with a 64 px thumbnail of its
         (preview-resolution) state for the tree view."""
         out = {"action": self.action.label() if self.action else "(current)", "visits": self.visits,
                "mean": round(self.mean, 5)}
         if self.action is not None:
             out["tool"], out["params"] = self.action.tool, dict(self.action.params)
-        if thumbs:
-            out["thumb"] = thumbnail_data_url(self.image, side=64, quality=70)
+        out["thumb"] = thumbnail_data_url(self.image, side=64, quality=70)
         if levels > 0 and self.children:
-            out["children"] = [c.as_dict(levels - 1, thumbs) for c in sorted(self.children, key=lambda c: -c.visits)]
+            out["children"] = [c.as_dict(levels - 1) for c in sorted(self.children, key=lambda c: -c.visits)]
         return out
 
 

@@ -25,6 +25,10 @@ class PromptRejected(RuntimeError):
         return "\n".join(lines)
 
 
+class ServerLost(ConnectionError):
+    """The server went away while a prompt ran (its websocket closed)."""
+
+
 class ExecutionFailed(RuntimeError):
     """The prompt started but a node raised. ``data`` is the server's execution_error message."""
 
@@ -112,7 +116,7 @@ class ComfyClient:
                 msg = await ws.receive(timeout=self.timeout)
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     if msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                        raise RuntimeError(f"the websocket to {self.base_url} closed while prompt {prompt_id} ran")
+                        raise ServerLost(f"the websocket to {self.base_url} closed while prompt {prompt_id} ran")
                     continue  # binary preview images
                 event = json.loads(msg.data)
                 data = event.get("data", {})

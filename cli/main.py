@@ -65,10 +65,9 @@ class Manifest:
         return files if files and all(f.exists() for f in files) else None
 
     def record(self, o: Outcome) -> None:
-        entry = {"status": "ok" if o.ok else "failed", "seconds": round(o.seconds, 2),
-                 "files": [f.name for f in o.files], **({"error": o.error} if o.error else {})}
-        if not o.skipped:
-            self.data["photos"][o.source.name] = entry
+        """Save how a photo that ran came out."""
+        self.data["photos"][o.source.name] = {"status": "ok" if o.ok else "failed", "seconds": round(o.seconds, 2),
+                                              "files": [f.name for f in o.files], **({"error": o.error} if o.error else {})}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1))
@@ -117,9 +116,7 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
         if image is not None:
             check_image(image)
             set_image(prompt, await client.upload_image(image, name=f"{stem}{image.suffix.lower()}"))
-        if args.instruction is not None:
-            set_instruction(prompt, args.instruction)
-        apply_settings(prompt, args.set or [])
+        apply_arguments(prompt, args)
         progress = Progress(progress_label or stem, enabled=not args.quiet)
         try:
             result = await client.run(prompt, on_event=progress)
@@ -149,10 +146,7 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
     except (aiohttp.ClientConnectionError, ConnectionError) as err:
         outcome.error = f"lost the server at {client.base_url}: {err or type(err).__name__}"
         outcome.server_lost = True
-    except RuntimeError as err:
-        outcome.error = str(err) or type(err).__name__
-        outcome.server_lost = "websocket" in outcome.error and "closed" in outcome.error
-    except (ValueError, WorkflowError, aiohttp.ClientError, asyncio.TimeoutError) as err:
+    except (ValueError, WorkflowError, RuntimeError, aiohttp.ClientError, asyncio.TimeoutError) as err:
         outcome.error = str(err) or type(err).__name__
     outcome.seconds = time.monotonic() - start
     return outcome
@@ -165,13 +159,18 @@ def describe(o: Outcome) -> str:
     return f"{len(o.files)} file(s)"
 
 
+def apply_arguments(prompt: dict, args) -> None:
+    """--instruction and --set, as run, batch and convert all apply them."""
+    if args.instruction is not None:
+        set_instruction(prompt, args.instruction)
+    apply_settings(prompt, args.set or [])
+
+
 def convert(prompt: dict, args) -> int:
     """Write the API-format prompt, with the image name, instruction and settings applied."""
     if args.image:
         set_image(prompt, args.image)
-    if args.instruction is not None:
-        set_instruction(prompt, args.instruction)
-    apply_settings(prompt, args.set or [])
+    apply_arguments(prompt, args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(prompt, indent=1))
@@ -220,11 +219,10 @@ async def main_async(args) -> int:
             else:
                 o = await run_one(client, template, image, out_dir, args,
                                   progress_label=f"[{i + 1}/{len(images)}] {image.stem}")
+                manifest.record(o)
                 if o.server_lost:
                     lost = f"the server at {url} stopped answering during {image.name}"
             outcomes.append(o)
-            if not lost or o.server_lost:
-                manifest.record(o)
             state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
                                                                          "FAILED: " + o.error.splitlines()[0])
             print(f"[{i + 1}/{len(images)}] {image.name}: {state}", file=sys.stderr)
