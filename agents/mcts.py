@@ -1,10 +1,17 @@
-"""PhotoAgent's exploratory planner: Monte-Carlo tree search over editing actions.
+"""PhotoAgent's exploratory planner: Monte-Carlo tree search over editing actions (Algorithm 1).
 
-Each step: UCT selection, expansion with the perceiver's proposals, random rollouts to depth d on
-a reduced-resolution copy, backpropagation of the reward. The most visited first actions are then
-run at full resolution and re-scored; the best becomes the new state only if it beats the current
-one (else revert). Stops at max_steps or after ``patience`` steps without improvement. Bounded by
-simulations per step and by wall time; identical action sequences from a state are computed once.
+Each simulation: UCT selection down the tree; expansion of a leaf with the perceiver's proposals for
+that state (asked once per state and cached; a vision brain within a per-step call budget); a random
+rollout to depth d; the evaluator's reward G of the rollout's final state s_T, backed up the path
+(N and the mean Q). UCT normalises Q by the smallest and largest G seen in the search, so the
+exploration constant is on the scale of the rewards whatever their spread. Every state has a terminal
+"stop" action (keep the photo as it is), so the search weighs "no edit" against every edit. The most
+visited first action wins; the most visited few are re-run at full resolution and re-scored, and the
+best becomes the new state only if it beats the current one (else revert). Stops at max_steps, when
+the search prefers to stop, or after ``patience`` steps without improvement.
+
+The search state is a reduced-resolution copy plus four native-resolution crops: tone and colour
+are judged on the copy, noise and sharpness on the crops, where they are still visible.
 """
 from __future__ import annotations
 
@@ -20,43 +27,69 @@ import numpy as np
 from ..tools.imageops import resize_longest, thumbnail_data_url
 from ..tools.spec import ToolRegistry
 from .enhance import rescore_best
-from .perceiver import BrainPerceiver, Memory, RulePerceiver
+from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from .records import ToolCall
-from .reward import ClassicReward, image_statistics
+from .reward import ClassicReward, image_statistics, texture_crops
 from .trace import Trace
+
+STOP = ToolCall("stop", {}, "keep the photo as it is")
+BACKUPS = ("final", "max")
 
 
 @dataclass(frozen=True)
 class MCTSSettings:
     simulations: int = 24  # per step
     depth: int = 3  # rollout depth d
-    exploration: float = 1.0  # UCT constant c
-    branching: int = 6  # actions the perceiver proposes per tree node
+    exploration: float = 1.0  # UCT constant c, on Q normalised to 0..1 by the search's min and max reward
+    branching: int = 6  # actions the perceiver proposes per state
     top_k: int = 2  # most-visited actions re-run at full resolution
     max_steps: int = 4
     patience: int = 1
-    min_gain: float = 0.01
+    min_gain: float = 0.005
     preview_side: int = 256
     time_budget_s: float = 60.0  # per step
     seed: int = 0
+    backup: str = "final"  # "final": G(s_T), the paper's; "max": the best of the leaf and s_T
+    perceiver_calls: int = 4  # per step, for a vision-brain perceiver (each is a VLM request)
 
     def __post_init__(self):
-        for name in ("simulations", "depth", "branching", "top_k", "max_steps", "patience", "preview_side"):
+        for name in ("simulations", "depth", "branching", "top_k", "max_steps", "patience", "preview_side",
+                     "perceiver_calls"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not (self.exploration >= 0 and self.time_budget_s > 0 and math.isfinite(self.min_gain)):
             raise ValueError("exploration must be >= 0, time_budget_s > 0 and min_gain finite")
+        if self.backup not in BACKUPS:
+            raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
+
+
+@dataclass
+class State:
+    """What the search edits: the reduced copy and the native-resolution texture crops."""
+
+    preview: np.ndarray = field(repr=False)
+    crops: list[np.ndarray] = field(repr=False)
 
 
 @dataclass
 class TreeNode:
-    image: np.ndarray = field(repr=False)
+    state: State = field(repr=False)
     depth: int
+    key: tuple
     action: ToolCall | None = None
+    proposals: list[ToolCall] | None = None  # the perceiver's actions from this state (None: not asked yet)
     untried: list[ToolCall] | None = None
     children: list["TreeNode"] = field(default_factory=list)
     visits: int = 0
     total: float = 0.0
+
+    @property
+    def image(self) -> np.ndarray:
+        return self.state.preview
+
+    @property
+    def terminal(self) -> bool:
+        return self.action is STOP
 
     @property
     def mean(self) -> float:
@@ -86,6 +119,7 @@ class MCTSResult:
     cache_hits: int
     trees: list[dict]
     trace: Trace
+    perceptions: list[Perception] = field(default_factory=list)  # what the perceiver saw at each step's root
 
 
 class _Search:
@@ -93,74 +127,121 @@ class _Search:
         self.tools, self.reward, self.perceiver, self.s = tools, reward, perceiver, settings
         self.original = original_preview
         self.rng = rng
-        self.cache: dict[tuple, np.ndarray] = {}
+        self.states: dict[tuple, State] = {}
         self.scores: dict[tuple, float] = {}
+        self.perceptions: dict[tuple, Perception] = {}
         self.hits = 0
         self.simulations = 0
+        self.perceiver_calls = 0  # this step's calls to an expensive (vision-brain) perceiver
         self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
-        self.root_proposals: list[ToolCall] = []
+        self.lo, self.hi = math.inf, -math.inf  # the rewards seen this step, for UCT's normalisation
 
-    def propose(self, img: np.ndarray, at_root: bool) -> list[ToolCall]:
-        if self.perceiver.per_step and not at_root:  # an expensive (VLM) perceiver is asked once per step
-            return list(self.root_proposals)
-        calls = self.perceiver.propose(image_statistics(img), self.s.branching, self.tools.names(), image=img,
-                                       memory=tuple(self.memory))
-        if at_root:
-            self.root_proposals = list(calls)
-        return calls
+    def perceive(self, node: TreeNode, parent: TreeNode | None) -> list[ToolCall]:
+        """The perceiver's proposals for a newly expanded state, once per state."""
+        if node.key not in self.perceptions:
+            expensive = getattr(self.perceiver, "per_step", False)
+            if expensive and self.perceiver_calls >= self.s.perceiver_calls and parent is not None:
+                return list(parent.proposals or [])  # over budget: reuse the nearest asked ancestor's
+            if expensive:
+                self.perceiver_calls += 1
+            stats = image_statistics(node.state.preview, node.state.crops)
+            self.perceptions[node.key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
+                                                                 image=node.state.preview, memory=tuple(self.memory))
+        return list(self.perceptions[node.key].actions)
 
-    def apply(self, path: tuple, img: np.ndarray, call: ToolCall) -> tuple[tuple, np.ndarray]:
-        key = path + (call.key(),)
-        if key in self.cache:
+    def apply(self, key: tuple, state: State, call: ToolCall) -> tuple[tuple, State]:
+        key = key + (call.key(),)
+        if call is STOP:
+            return key, state
+        if key in self.states:
             self.hits += 1
         else:
-            self.cache[key] = self.tools.call(call.tool, img, call.params)[0]
-        return key, self.cache[key]
+            preview = self.tools.call(call.tool, state.preview, call.params)[0]
+            # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
+            crops = state.crops if preview.shape[:2] != state.preview.shape[:2] else \
+                [self.tools.call(call.tool, c, call.params)[0] for c in state.crops]
+            self.states[key] = State(preview, crops)
+        return key, self.states[key]
 
-    def value(self, key: tuple, img: np.ndarray) -> float:
+    def value(self, key: tuple, state: State, intent: str) -> float:
+        key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
-            self.scores[key] = self.reward.score(img, self.original).total
+            self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops, intent=intent).total
         return self.scores[key]
 
-    def run(self, root_img: np.ndarray, should_stop) -> TreeNode:
-        root = TreeNode(root_img, 0)
+    def uct(self, parent: TreeNode, child: TreeNode) -> float:
+        if child.visits == 0:
+            return math.inf
+        spread = self.hi - self.lo
+        q = (child.mean - self.lo) / spread if spread > 1e-12 else 0.5
+        return q + self.s.exploration * math.sqrt(math.log(parent.visits) / child.visits)
+
+    def expand(self, node: TreeNode, parent: TreeNode | None) -> None:
+        node.proposals = [] if node.terminal else self.perceive(node, parent)
+        node.untried = list(node.proposals) + ([STOP] if node.proposals else [])
+
+    def run(self, root_state: State, should_stop) -> TreeNode:
         # cache keys start from the root state itself, so a later step (a new root) never reuses
         # results computed from an earlier one, while identical states share them
-        root_key = (hashlib.sha1(np.ascontiguousarray(root_img).tobytes()).hexdigest()[:20],)
+        root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],))
+        self.lo, self.hi, self.perceiver_calls = math.inf, -math.inf, 0
+        self.expand(root, None)
         deadline = time.perf_counter() + self.s.time_budget_s
+        if not root.proposals:  # nothing worth trying: no search needed
+            return root
         for _ in range(self.s.simulations):
             if time.perf_counter() > deadline:
                 break
             if should_stop:
                 should_stop()
             self.simulations += 1
-            node, path, keys = root, [root], root_key
-            while True:  # selection: descend while fully expanded
-                if node.untried is None:
-                    node.untried = self.propose(node.image, node is root)
-                if node.untried or not node.children or node.depth >= self.s.depth:
-                    break
-                node = max(node.children, key=lambda c: c.mean + self.s.exploration *
-                           math.sqrt(math.log(node.visits + 1) / (c.visits + 1e-9)))
-                keys += (node.action.key(),)
+            node, path = root, [root]
+            # 1. selection: descend while the node is fully expanded
+            while not node.untried and node.children and not node.terminal and node.depth < self.s.depth:
+                parent = node
+                node = max(node.children, key=lambda c: self.uct(parent, c))
                 path.append(node)
-            if node.untried and node.depth < self.s.depth:  # expansion
-                call = node.untried.pop(0)
-                keys, img = self.apply(keys, node.image, call)
-                child = TreeNode(img, node.depth + 1, call)
+            # 2. expansion: one untried action of the leaf becomes a child
+            if node.untried and not node.terminal and node.depth < self.s.depth:
+                call = node.untried.pop(self.rng.randrange(len(node.untried)))  # untried actions in random order
+                key, state = self.apply(node.key, node.state, call)
+                child = TreeNode(state, node.depth + 1, key, call)
+                self.expand(child, node)
                 node.children.append(child)
                 node, path = child, path + [child]
-            img, rkeys = node.image, keys
-            for _ in range(node.depth, self.s.depth):  # rollout: random proposals down to depth d
-                options = self.propose(img, False)
+            # 3. simulation: random actions (or stop) down to depth d, from the states' own proposals
+            key, state, options, intent = node.key, node.state, node.proposals or [], node.action.label() if node.action else ""
+            for _ in range(node.depth, self.s.depth):
                 if not options:
                     break
-                rkeys, img = self.apply(rkeys, img, self.rng.choice(options))
-            value = max(self.value(keys, node.image), self.value(rkeys, img))  # the best state seen on this path
-            for n in path:  # backpropagation
+                call = self.rng.choice(options + [STOP])
+                if call is STOP:
+                    break
+                key, state = self.apply(key, state, call)
+                intent = call.label()
+                options = self._rollout_options(key, state, options)
+            g = self.value(key, state, intent)
+            if self.s.backup == "max":
+                g = max(g, self.value(node.key, node.state, node.action.label() if node.action else ""))
+            self.lo, self.hi = min(self.lo, g), max(self.hi, g)
+            # 4. backpropagation
+            for n in path:
                 n.visits += 1
-                n.total += value
+                n.total += g
         return root
+
+    def _rollout_options(self, key: tuple, state: State, inherited: list[ToolCall]) -> list[ToolCall]:
+        if getattr(self.perceiver, "per_step", False):
+            return inherited  # a vision brain is asked for tree states only (its budget), not for rollouts
+        if key not in self.perceptions:
+            stats = image_statistics(state.preview, state.crops)
+            self.perceptions[key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
+                                                            image=state.preview, memory=tuple(self.memory))
+        return list(self.perceptions[key].actions)
+
+
+def _root_state(image: np.ndarray, side: int) -> State:
+    return State(resize_longest(image, side), texture_crops(image))
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
@@ -177,32 +258,49 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     if isinstance(perceiver, BrainPerceiver):  # its calls go in this trace
         perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
-    original_preview = resize_longest(image, s.preview_side)
-    search = _Search(tools, reward, perceiver, s, original_preview, random.Random(s.seed))
+    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed))
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"reward": current_score.report()},
               inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__})
-    states, actions, trees, stale = [image], [], [], 0
+    states, actions, trees, perceptions, stale = [image], [], [], [], 0
     for step in range(s.max_steps):
         if on_step:
             on_step(step, s.max_steps, f"step {step + 1}/{s.max_steps}: searching")
         t = time.perf_counter()
         sims_before, hits_before = search.simulations, search.hits
-        root = search.run(resize_longest(current, s.preview_side), should_stop)
+        root = search.run(_root_state(current, s.preview_side), should_stop)
+        seen = search.perceptions.get(root.key)
+        if seen is not None:
+            perceptions.append(seen)
         tree = root.as_dict()
         trees.append(tree)
+        trace.add("perceiver", agent, f"scene: {seen.scene if seen else 'unknown'}; {len(root.proposals)} action(s) "
+                                      "proposed" + ("" if root.proposals else ": no clear defect"), started=t, round=step,
+                  outputs=seen.as_dict() if seen else {"actions": []})
         trace.add("planner", agent, f"MCTS: {search.simulations - sims_before} simulations, "
                                     f"{search.hits - hits_before} cache hits", started=t, round=step,
-                  outputs={"tree": tree, "proposals": [c.as_dict() for c in search.root_proposals],
-                           "memory": [m.line() for m in search.memory]})
-        ranked = sorted(root.children, key=lambda c: (-c.visits, -c.mean))[:s.top_k]
-        if not ranked:
-            trace.add("loop", agent, "stop: nothing to try", round=step)
+                  outputs={"tree": tree, "proposals": [c.as_dict() for c in root.proposals or []],
+                           "memory": [m.line() for m in search.memory],
+                           "perceiver_calls": search.perceiver_calls})
+        if not root.children:
+            trace.add("loop", agent, "stop: nothing to try (the perceiver found no clear defect)", round=step)
             break
+        ranked = sorted(root.children, key=lambda c: (-c.visits, -c.mean))
+        if ranked[0].terminal:
+            stale += 1
+            trace.add("loop", agent, f"keep: the search prefers no edit ({ranked[0].visits} of {root.visits} "
+                                     "visits on 'stop')", round=step)
+            if stale >= s.patience:
+                trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
+                break
+            if len(ranked) > 1:  # the runner-up is set aside, so the next step looks at something else
+                search.memory.append(Memory(ranked[1].action, 0.0, False))
+            continue
+        edits = [c for c in ranked if not c.terminal][:s.top_k]
         # re-run the most visited first actions at full resolution
-        best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in ranked], current, image,
+        best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
                             trace, agent, step, should_stop)
         gain = best[0].total - current_score.total
         search.memory.append(Memory(best[1], gain, gain > s.min_gain))
@@ -228,6 +326,7 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     trace.summary = {"steps": len(actions), "actions": [a.as_dict() for a in actions],
                      "score_before": round(start_score, 5), "score_after": round(current_score.total, 5),
                      "simulations": search.simulations, "cache_hits": search.hits,
+                     "scene": perceptions[0].scene if perceptions else "unknown",
                      "wall_s": round(time.perf_counter() - t0, 3)}
     return MCTSResult(current, states, actions, start_score, current_score.total, search.simulations, search.hits,
-                      trees, trace)
+                      trees, trace, perceptions)

@@ -1,19 +1,59 @@
-"""The rule perceiver (offline): proposes parameterised classic actions from a photo's statistics.
+"""PhotoAgent's perceivers: what a photo needs, and the atomic actions that would give it.
 
-PhotoAgent's perceiver is a VLM that proposes K atomic actions; offline, this one reads
-the same statistics the classic reward measures and proposes the edits that address the
-weakest of them, in a few strengths each, so the planner can search among them.
+The rule perceiver (offline) reads the same statistics as the reward, guesses the scene
+(black-and-white, night, low-key, high-key, warm light, general) and proposes actions only for
+clear defects, each at a few strengths computed from the measurement. Intent is not a defect:
+a dark night scene with its lights intact, or an indoor photo in warm light, gets no proposal.
+Every check it made, with its value, threshold and verdict, goes in ``Perception.findings`` so
+the trace says why an edit was or was not proposed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .reward import IDEAL_CONTRAST, IDEAL_MEAN_LUMA
 from .records import ToolCall
 from .trace import Trace
+
+# Clear defects, on raw statistics (sRGB values 0..1): deliberately wide of what good photos show.
+UNDER_WHITE = 0.5  # the brightest 0.5% of pixels stay below this: nothing in the photo is bright
+NIGHT_UNDER_WHITE = 0.45  # the same, for a night or low-key scene, whose highlights may be small
+LIFTED_BLACK = 0.15  # the darkest 0.5% are at least this bright ...
+COMPRESSED_RANGE = 0.7  # ... and the tones span less than this: a washed-out, low-contrast photo
+OVER_CLIPPED = 0.03  # this share of pixels blown to white ...
+OVER_BLACK = 0.08  # ... with the blacks lifted past this: over-exposure
+CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
+NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
+BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check of the photo: what was measured, against what, and what it means."""
+
+    check: str
+    value: float
+    threshold: float
+    defect: bool
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.check}: {'DEFECT' if self.defect else 'fine'} - {self.reason}"
+
+
+@dataclass(frozen=True)
+class Perception:
+    scene: str
+    findings: tuple[Finding, ...] = ()
+    actions: tuple[ToolCall, ...] = ()
+    source: str = "rules"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"scene": self.scene, "source": self.source, "findings": [f.line() for f in self.findings],
+                "actions": [a.as_dict() for a in self.actions]}
 
 
 @dataclass(frozen=True)
@@ -28,101 +68,160 @@ class Memory:
         return f"{self.action.label()}: {'kept' if self.kept else 'reverted'} ({self.gain:+.3f})"
 
 
-def _calls(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> list[ToolCall]:
+def guess_scene(stats: Mapping[str, float]) -> str:
+    """The scene's kind from its statistics (the VLM perceiver names it from the picture instead)."""
+    if stats.get("is_gray"):
+        return "black-and-white"
+    if stats["mean_luma"] < 0.15 and stats["white_level"] > 0.5:
+        return "night"
+    if stats["mean_luma"] < 0.3 and stats["white_level"] > 0.6:
+        return "low-key"
+    if stats["mean_luma"] > 0.65 and stats["black_level"] < LIFTED_BLACK:
+        return "high-key"
+    if cast_direction(stats) == "warm" and stats["colour_cast"] > 0.08:
+        return "warm light"
+    return "general"
+
+
+def cast_direction(stats: Mapping[str, float]) -> str:
+    red, blue = stats.get("cast_red", 0.0), stats.get("cast_blue", 0.0)
+    if red > 0 > blue or (red > 0 and red > abs(blue)) or (blue < 0 and -blue > abs(red)):
+        return "warm"
+    if red < 0 < blue or (red < 0 and -red > abs(blue)) or (blue > 0 and blue > abs(red)):
+        return "cool"
+    return "tint"
+
+
+def _at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> list[ToolCall]:
     return [ToolCall(tool, {**fixed, param: round(float(v), 3)}, why) for v in values]
+
+
+def _diagnose(stats: Mapping[str, float], scene: str) -> list[tuple[Finding, list[ToolCall]]]:
+    out: list[tuple[Finding, list[ToolCall]]] = []
+    white, black = stats["white_level"], stats["black_level"]
+
+    dim_scene = scene in ("night", "low-key")
+    limit = NIGHT_UNDER_WHITE if dim_scene else UNDER_WHITE
+    under = white < limit
+    why = (f"brightest tones reach {white:.2f} (limit {limit}{' for a ' + scene + ' scene' if dim_scene else ''})")
+    calls = []
+    if under:
+        stops = math.log2(0.95 / max(white, 0.05))
+        calls = (_at("exposure", "stops", (stops * 0.6, stops), why) + [ToolCall("auto_levels", {"clip_percent": 0.3}, why)]
+                 + _at("gamma", "gamma", (1 + 0.5 * stops,), why))
+    out.append((Finding("under-exposure", white, limit, under, why), calls))
+
+    span = white - black
+    flat = black > LIFTED_BLACK and (span < COMPRESSED_RANGE or white > 0.97)
+    why = (f"tones span {black:.2f}..{white:.2f} (a defect when the blacks pass {LIFTED_BLACK} and the span is under "
+           f"{COMPRESSED_RANGE} or the whites are at the top)")
+    calls = []
+    if flat:
+        gain = min(3.0, 0.9 / max(span, 0.1)) - 1
+        calls = (_at("auto_levels", "clip_percent", (0.3, 1.0), why) + _at("contrast", "amount", (gain * 0.5, gain), why)
+                 + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
+    out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
+
+    over = stats["clip_bright"] > OVER_CLIPPED and black > OVER_BLACK and not (scene == "high-key" and stats["clip_bright"] < 0.1)
+    why = f"{stats['clip_bright']:.1%} of pixels blown, blacks at {black:.2f}"
+    calls = []
+    if over:
+        calls = (_at("gamma", "gamma", (0.8, 0.65), why) + [ToolCall("auto_levels", {"clip_percent": 0.3}, why)]
+                 + _at("highlights_shadows", "highlights", (0.5,), why, shadows=0.0)
+                 + _at("exposure", "stops", (-0.4,), why))
+    out.append((Finding("over-exposure", stats["clip_bright"], OVER_CLIPPED, over, why), calls))
+
+    if scene != "black-and-white":
+        direction = cast_direction(stats)
+        limit = CAST_LIMIT[direction]
+        cast = stats["colour_cast"]
+        found = cast > limit
+        why = (f"{direction} cast {cast:.3f} (estimators agree {stats['cast_confidence']:.0%}; limit {limit} for a "
+               f"{direction} cast{', the scene is lit warm on purpose' if scene == 'warm light' and not found else ''})")
+        calls = []
+        if found:
+            # keep a trace of the cast when it is warm: light can be warm on purpose
+            if direction == "warm":  # never all the way to neutral: the light may be warm on purpose
+                keep = CAST_LIMIT[direction] * 0.5 / cast
+                strengths = (round(1 - keep, 2), round(0.75 * (1 - keep), 2))
+            else:
+                strengths = (0.6, 0.85, 1.0)
+            calls = _at("white_balance", "strength", strengths, why)
+        out.append((Finding("colour cast", cast, limit, found, why), calls))
+
+    if "noise_sigma" in stats:
+        sigma = stats["noise_sigma"]
+        noisy = sigma > NOISE_SIGMA
+        why = f"noise sigma {sigma:.4f} at native resolution (limit {NOISE_SIGMA})"
+        strength = min(1.0, sigma / 0.04)
+        calls = _at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
+        out.append((Finding("noise", sigma, NOISE_SIGMA, noisy, why), calls))
+        sharp = stats["sharpness"]
+        blurred = sharp < BLUR_SHARPNESS and not noisy  # sharpening noise makes it worse
+        why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
+        calls = _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5) if blurred else []
+        out.append((Finding("blur", sharp, BLUR_SHARPNESS, blurred, why), calls))
+    return out
 
 
 class RulePerceiver:
     """Deterministic: the same statistics give the same proposals in the same order.
 
-    Cheap, so the search asks it at every tree node. Actions that were executed and reverted
-    (memory) are not proposed again.
+    Cheap, so the search asks it at every state it expands. Actions that were executed and reverted
+    (memory) are not proposed again. A photo with no clear defect gets no proposal at all.
     """
 
     per_step = False
 
-    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
+    def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                 image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
         allowed = set(allowed)
         tried = set(tried) | {m.action.key() for m in memory if not m.kept}
-        ranked: list[tuple[float, ToolCall]] = []
+        scene = guess_scene(stats)
+        findings, per_defect = [], []
+        for finding, calls in _diagnose(stats, scene):
+            findings.append(finding)
+            usable = [c for c in calls if c.tool in allowed and c.key() not in tried]
+            if usable:
+                per_defect.append(usable)
+        # interleave the defects' proposals, so K actions cover every defect before a second strength of one
+        out, seen = [], set()
+        for rank in range(max((len(c) for c in per_defect), default=0)):
+            for calls in per_defect:
+                if rank < len(calls) and calls[rank].key() not in seen and len(out) < k:
+                    seen.add(calls[rank].key())
+                    out.append(calls[rank])
+        return Perception(scene, tuple(findings), tuple(out))
 
-        def add(urgency: float, calls: list[ToolCall]) -> None:
-            for i, call in enumerate(calls):
-                if call.tool in allowed and call.key() not in tried:
-                    ranked.append((urgency - 0.01 * i, call))
-
-        luma, contrast = stats["mean_luma"], stats["rms_contrast"]
-        dark = IDEAL_MEAN_LUMA - luma
-        if dark > 0.05:
-            why = f"mean brightness {luma:.2f} is below {IDEAL_MEAN_LUMA}"
-            add(dark * 4, _calls("exposure", "stops", (0.3, 0.6, 1.0), why))
-            add(dark * 3.5, _calls("gamma", "gamma", (1.2, 1.45), why))
-            add(dark * 3, _calls("highlights_shadows", "shadows", (0.35, 0.7), why, highlights=0.0))
-        elif -dark > 0.05:
-            why = f"mean brightness {luma:.2f} is above {IDEAL_MEAN_LUMA}"
-            add(-dark * 4, _calls("exposure", "stops", (-0.3, -0.6), why))
-            add(-dark * 3.5, _calls("gamma", "gamma", (0.85, 0.7), why))
-            add(-dark * 3, _calls("highlights_shadows", "highlights", (0.4, 0.8), why, shadows=0.0))
-        if contrast < IDEAL_CONTRAST[0]:
-            why = f"contrast {contrast:.2f} is below {IDEAL_CONTRAST[0]}"
-            gap = (IDEAL_CONTRAST[0] - contrast) * 8
-            add(gap + 0.1, [ToolCall("auto_levels", {"clip_percent": 0.5}, why)])
-            add(gap, _calls("contrast", "amount", (0.12, 0.25, 0.4), why))
-            add(gap * 0.8, _calls("clahe", "clip_limit", (1.5, 2.5), why, tile=8))
-        elif contrast > IDEAL_CONTRAST[1]:
-            why = f"contrast {contrast:.2f} is above {IDEAL_CONTRAST[1]}"
-            add((contrast - IDEAL_CONTRAST[1]) * 8, _calls("contrast", "amount", (-0.15, -0.3), why))
-        if stats["clip_bright"] > 0.02:
-            add(stats["clip_bright"] * 10, _calls("highlights_shadows", "highlights", (0.4,), "highlights are clipped", shadows=0.0))
-        if stats["clip_dark"] > 0.02:
-            add(stats["clip_dark"] * 10, _calls("highlights_shadows", "shadows", (0.4,), "shadows are crushed", highlights=0.0))
-        if not stats.get("is_gray"):
-            if stats["colour_cast"] > 0.06:
-                why = f"colour cast {stats['colour_cast']:.2f}"
-                add(stats["colour_cast"] * 3, _calls("white_balance", "strength", (0.4, 0.8), why))
-            if stats["colourfulness"] < 0.14:
-                why = f"colourfulness {stats['colourfulness']:.2f} is low"
-                add((0.14 - stats["colourfulness"]) * 5 + 0.05, _calls("vibrance", "amount", (0.25, 0.5), why))
-                add((0.14 - stats["colourfulness"]) * 4, _calls("saturation", "amount", (0.15,), why))
-        if stats["noise_sigma"] > 0.012:
-            add(stats["noise_sigma"] * 20, _calls("denoise", "strength", (0.3, 0.6), f"noise sigma {stats['noise_sigma']:.3f}"))
-        elif stats["sharpness"] < 0.06:
-            add(0.05, _calls("sharpen", "amount", (0.4,), f"sharpness {stats['sharpness']:.3f} is low", radius=1.5))
-        # Mild generic polish so a decent photo still has options to weigh (rejected if not better).
-        add(0.01, [ToolCall("contrast", {"amount": 0.08}, "gentle polish"),
-                   ToolCall("vibrance", {"amount": 0.15}, "gentle polish")])
-        ranked.sort(key=lambda item: -item[0])
-        seen: set[str] = set()
-        out: list[ToolCall] = []
-        for _, call in ranked:
-            if call.key() not in seen:
-                seen.add(call.key())
-                out.append(call)
-            if len(out) >= k:
-                break
-        return out
+    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
+        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory).actions)
 
 
 class BrainPerceiver:
-    """PhotoAgent's VLM perceiver: a vision brain looks at the photo and proposes K parameterised actions.
+    """PhotoAgent's VLM perceiver: a vision brain looks at the photo, names the scene and proposes K actions.
 
     Autonomous ("make it better") or mood-guided (``mood``). It sees the memory of executed actions and
-    their outcomes. A VLM call is slow, so the search asks it once per step, at the root; deeper tree
-    nodes and rollouts reuse those proposals. Proposals are validated against the tool specs; invalid
-    ones are dropped and noted in the trace.
+    their outcomes. The search asks it at each newly expanded state, up to ``calls_per_step`` calls per
+    step (the user's budget: each call is a VLM request); past the budget a state reuses the proposals of
+    its nearest asked ancestor. Proposals are validated against the tool specs; invalid ones are dropped
+    and noted in the trace.
     """
 
     per_step = True
 
-    def __init__(self, brain: Any, tools: Any, mood: str = "", trace: Trace | None = None, agent: str = "photoagent"):
+    def __init__(self, brain: Any, tools: Any, mood: str = "", trace: Trace | None = None, agent: str = "photoagent",
+                 calls_per_step: int = 4):
+        if calls_per_step < 1:
+            raise ValueError(f"calls_per_step must be at least 1, got {calls_per_step}")
         self.brain, self.tools, self.mood = brain, tools, mood
         self.trace = trace or Trace()
         self.agent = agent
         self.calls = 0
+        self.calls_per_step = calls_per_step
 
-    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
+    def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                 image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
         from .brain import close_brains, run_blocking
         from .roles import Where, perceive
 
@@ -139,4 +238,9 @@ class BrainPerceiver:
                 await close_brains(self.brain)
 
         self.calls += 1
-        return run_blocking(go)
+        scene, calls = run_blocking(go)
+        return Perception(scene or guess_scene(stats), (), tuple(calls), source="vision brain")
+
+    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
+        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory).actions)

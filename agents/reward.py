@@ -1,52 +1,119 @@
-"""Classic no-reference reward: image statistics that need no model weights.
+"""PhotoAgent's reward ensemble, and the offline reward fitted on data.
 
-Each component maps a raw statistic to [0, 1] (1 = good). The reward is the weighted
-mean of the components minus a content-preservation penalty (1 - structure similarity to
-the input), so edits improve a photo instead of replacing it: PhotoAgent's failure cases
-are over-edits. Learned components (aesthetic, CLIP, ImageReward, VLM) and BRISQUE/NIQE
-plug into the same ``RewardConfig`` weights when they exist.
+Each component maps raw statistics to [0, 1] (1 = fine) through bands; the reward is the
+weighted mean of the components minus a content-preservation penalty (1 - structure
+similarity to the input), so edits improve a photo instead of replacing it. Three presets:
+``offline`` (the default) reads bands and weights fitted by pairwise ranking, clean photos
+beating degraded and over-processed ones (scripts/fit_reward.py writes
+agents/data/reward_offline.json); ``paper`` is PhotoAgent's evaluator (CLIP 1.0, aesthetic
+2.0, ImageReward 2.0, a UGC-style VLM rating 0.8, over 5.8, no statistics); ``custom`` takes
+the weights given. Global statistics read a <=256 px copy, so they cost the same on the
+search copy as on the full photo; noise, sharpness, BRISQUE and NIQE read native-resolution
+crops, where noise and blur are still visible.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from ..tools.backends import require
-from ..tools.imageops import luminance, neutral_pixels, resize_longest, to_rgb
+from ..tools.imageops import illuminant_estimate, luminance, resize_longest, to_rgb
 
-# Ideal bands, chosen from typical well-exposed photographs (sRGB values in 0..1).
-IDEAL_MEAN_LUMA = 0.47
-IDEAL_CONTRAST = (0.19, 0.30)  # RMS contrast (std of luminance)
-GOOD_COLOURFULNESS = 0.16  # Hasler-Suesstrunk spread term on a 0..1 scale (~40 on 0..255)
-METRIC_SIDE = 512  # statistics are computed on a copy at most this long: fast, size-independent
+METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
+TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
+TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
+FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
 
+# Each component reads one or more raw statistics through a band (its shape below, its numbers fitted).
+COMPONENT_STATS: dict[str, tuple[str, ...]] = {
+    "exposure": ("white_level", "black_level", "mean_luma"),  # histogram shape: unused headroom, lifted blacks, key
+    "clipping": ("clip_bright", "clip_dark"),
+    "contrast": ("rms_contrast",),
+    "colourfulness": ("colourfulness",),
+    "colour_cast": ("colour_cast",),
+    "sharpness": ("sharpness",),
+    "noise": ("noise_sigma",),
+    "brisque": ("brisque",),
+    "niqe": ("niqe",),
+}
+# Which side of a statistic is a defect: "low" (too little is bad), "high" (too much), "band" (both).
+STAT_SIDE = {"white_level": "low", "black_level": "high", "mean_luma": "band", "clip_bright": "high", "clip_dark": "high",
+             "rms_contrast": "band", "colourfulness": "band", "colour_cast": "high", "sharpness": "band",
+             "noise_sigma": "high", "brisque": "high", "niqe": "high"}
 STATISTICS = ("exposure", "clipping", "contrast", "colourfulness", "colour_cast", "sharpness", "noise")
 CLASSIC_IQA = ("brisque", "niqe")
 LEARNED = ("aesthetic", "clip", "image_reward", "vlm")
+COLOUR_ONLY = ("colourfulness", "colour_cast")  # a black-and-white photo is neither dull nor cast
+RAW_OF = {name: stats[0] for name, stats in COMPONENT_STATS.items()} | {"preservation": "structure_similarity"}
 
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "exposure": 1.0,
-    "clipping": 1.0,
-    "contrast": 1.0,
-    "colourfulness": 0.6,
-    "colour_cast": 0.3,
-    "sharpness": 0.4,
-    "noise": 0.6,
-    "brisque": 0.5,
-    "niqe": 0.5,
-    # learned components: PhotoAgent's weights (CLIP 1.0, aesthetic 2.0, ImageReward 2.0, UGC-style score 0.8);
-    # each is used only when its model (or brain) is there, and skipped with a note otherwise
-    "aesthetic": 2.0,
-    "clip": 1.0,
-    "image_reward": 2.0,
-    "vlm": 0.8,
-}
-RAW_OF = {"exposure": "mean_luma", "clipping": "clip_bright", "contrast": "rms_contrast",
-          "colourfulness": "colourfulness", "colour_cast": "colour_cast", "sharpness": "sharpness",
-          "noise": "noise_sigma", "brisque": "brisque", "niqe": "niqe", "preservation": "structure_similarity"}
+
+@dataclass(frozen=True)
+class Band:
+    """Where a statistic stops being fine: below ``lo`` or above ``hi``, the score falls as a Gaussian of
+    the distance, with widths ``lo_width`` / ``hi_width``. A side that is None never penalises."""
+
+    lo: float | None = None
+    lo_width: float = 1.0
+    hi: float | None = None
+    hi_width: float = 1.0
+
+    def __call__(self, x: float) -> float:
+        d = 0.0
+        if self.lo is not None and x < self.lo:
+            d += ((self.lo - x) / self.lo_width) ** 2
+        if self.hi is not None and x > self.hi:
+            d += ((x - self.hi) / self.hi_width) ** 2
+        return math.exp(-d)
+
+    def describe(self) -> str:
+        parts = ([f">= {self.lo:.4g}"] if self.lo is not None else []) + ([f"<= {self.hi:.4g}"] if self.hi is not None else [])
+        return " and ".join(parts) or "any"
+
+
+@dataclass(frozen=True)
+class FittedReward:
+    """The offline preset: bands and weights fitted by pairwise ranking (scripts/fit_reward.py)."""
+
+    bands: Mapping[str, Band]
+    weights: Mapping[str, float]
+    report: Mapping[str, Any] = field(default_factory=dict)  # what the fit measured, for the docs
+
+    @classmethod
+    def load(cls, path: Path = FITTED) -> "FittedReward":
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"the fitted reward {path} is missing: run scripts/fit_reward.py to make it") from err
+        bands = {k: Band(**v) for k, v in data["bands"].items()}
+        missing = set(STAT_SIDE) - set(bands)
+        if missing:
+            raise ValueError(f"{path} has no band for {sorted(missing)}: re-run scripts/fit_reward.py")
+        return cls(bands, dict(data["weights"]), dict(data.get("report", {})))
+
+
+@lru_cache(maxsize=4)
+def fitted_reward(path: str = str(FITTED)) -> FittedReward:
+    return FittedReward.load(Path(path))
+
+
+PRESETS = ("offline", "paper", "custom")
+PAPER_WEIGHTS = {"clip": 1.0, "aesthetic": 2.0, "image_reward": 2.0, "vlm": 0.8}  # PhotoAgent's evaluator, sum 5.8
+COMPONENTS = STATISTICS + CLASSIC_IQA + LEARNED
+
+
+def preset_weights(preset: str) -> dict[str, float]:
+    """The weights of a preset: ``offline`` the fitted ones (statistics, BRISQUE, NIQE), ``paper`` PhotoAgent's."""
+    if preset == "offline":
+        return {**{k: 0.0 for k in COMPONENTS}, **fitted_reward().weights}
+    if preset == "paper":
+        return {**{k: 0.0 for k in COMPONENTS}, **PAPER_WEIGHTS}
+    raise ValueError(f"unknown reward preset {preset!r}; choose one of {PRESETS} (custom takes the weights you give)")
 
 
 class LearnedScorer(Protocol):
@@ -58,25 +125,38 @@ class LearnedScorer(Protocol):
         """Why this scorer cannot run here (missing weights, package or brain), or None when it can."""
 
     def measure(self, img: np.ndarray, mood: str) -> tuple[float, float]:
-        """(raw score, normalised 0..1) of ``img``; ``mood`` is the target mood text ('' when none)."""
+        """(raw score, normalised 0..1) of ``img``; ``mood`` is the target text ('' when none)."""
 
 
 @dataclass(frozen=True)
 class RewardConfig:
-    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: Mapping[str, float] | None = None  # the custom preset's weights; None = the preset's own
+    preset: str = ""  # "" = custom when weights are given, else offline
     preservation: float = 1.5  # penalty weight on (1 - structure similarity to the input)
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
-        unknown = set(self.weights) - set(DEFAULT_WEIGHTS)
-        if unknown:
-            raise ValueError(f"unknown reward components {sorted(unknown)}; known: {sorted(DEFAULT_WEIGHTS)}")
-        if any((not math.isfinite(w)) or w < 0 for w in self.weights.values()):
-            raise ValueError("reward weights must be finite and >= 0")
-        if sum(self.weights.values()) <= 0:
-            raise ValueError("at least one reward weight must be above 0")
+        if not self.preset:
+            object.__setattr__(self, "preset", "custom" if self.weights is not None else "offline")
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown reward preset {self.preset!r}; choose one of {PRESETS}")
+        if self.preset == "custom" and self.weights is None:
+            raise ValueError("the custom preset needs weights: give each component a weight (0 leaves it out)")
+        if self.weights is not None:
+            unknown = set(self.weights) - set(COMPONENTS)
+            if unknown:
+                raise ValueError(f"unknown reward components {sorted(unknown)}; known: {sorted(COMPONENTS)}")
+            if any((not math.isfinite(w)) or w < 0 for w in self.weights.values()):
+                raise ValueError("reward weights must be finite and >= 0")
+            if sum(self.weights.values()) <= 0:
+                raise ValueError("at least one reward weight must be above 0")
         if not math.isfinite(self.preservation) or self.preservation < 0:
             raise ValueError(f"preservation must be a finite number >= 0, got {self.preservation}")
+
+    def resolved_weights(self) -> dict[str, float]:
+        if self.preset == "custom":
+            return {**{k: 0.0 for k in COMPONENTS}, **dict(self.weights or {})}
+        return preset_weights(self.preset)
 
 
 @dataclass(frozen=True)
@@ -104,22 +184,56 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(float(value), 5)
 
 
-def image_statistics(img: np.ndarray) -> dict[str, float]:
-    """Raw statistics of a float image (any size); computed on a <=512 px copy."""
+def texture_crops(img: np.ndarray) -> list[np.ndarray]:
+    """Four native-resolution crops at fixed places (the same places on every candidate of a photo)."""
+    h, w = img.shape[:2]
+    side = max(8, min(TEXTURE_SIDE, h // 2, w // 2)) if min(h, w) >= 16 else min(h, w)
+    out = []
+    for cx, cy in TEXTURE_CENTRES:
+        x0 = int(np.clip(round(cx * w - side / 2), 0, w - side))
+        y0 = int(np.clip(round(cy * h - side / 2), 0, h - side))
+        out.append(np.ascontiguousarray(img[y0:y0 + side, x0:x0 + side]))
+    return out
+
+
+def global_statistics(img: np.ndarray) -> dict[str, float]:
+    """Tone and colour statistics of a float image, on a <=256 px copy."""
     small = resize_longest(img, METRIC_SIDE)
     lum = luminance(small).astype(np.float32)
     rgb = to_rgb(small)
-    stats = {
+    black, white = np.percentile(lum, [0.5, 99.5])
+    is_gray = float(np.abs(rgb[..., 0] - rgb[..., 1]).mean() + np.abs(rgb[..., 1] - rgb[..., 2]).mean() < 0.004)
+    log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
+    cast = float(np.linalg.norm(log_rb))
+    return {
         "mean_luma": float(lum.mean()),
         "rms_contrast": float(lum.std()),
+        "black_level": float(black),
+        "white_level": float(white),
         "clip_dark": float((lum <= 0.01).mean()),
         "clip_bright": float((lum >= 0.99).mean()),
         "colourfulness": _colourfulness(rgb),
-        "colour_cast": _colour_cast(rgb),
-        "sharpness": _sharpness(lum),
-        "noise_sigma": _noise_sigma(lum),
-        "is_gray": float(np.abs(rgb[..., 0] - rgb[..., 1]).mean() + np.abs(rgb[..., 1] - rgb[..., 2]).mean() < 0.004),
+        # the cast counts only as far as the illuminant estimators agree on it
+        "colour_cast": cast * confidence,
+        "cast_red": float(log_rb[0]),
+        "cast_blue": float(log_rb[1]),
+        "cast_confidence": confidence,
+        "is_gray": is_gray,
     }
+
+
+def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
+    """Noise and sharpness at native resolution, from the texture crops."""
+    lums = [luminance(c).astype(np.float32) for c in crops]
+    return {"noise_sigma": float(np.median([_noise_sigma(x) for x in lums])),
+            "sharpness": float(np.mean([_sharpness(x) for x in lums]))}
+
+
+def image_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None) -> dict[str, float]:
+    """Raw statistics of a float image (any size): tone and colour on a <=256 px copy, noise and sharpness on
+    native-resolution crops (``crops``, or four taken from ``img`` itself)."""
+    stats = global_statistics(img)
+    stats.update(texture_statistics(crops if crops is not None else texture_crops(img)))
     return stats
 
 
@@ -130,16 +244,12 @@ def _colourfulness(rgb: np.ndarray) -> float:
     return float(math.sqrt(rg.var() + yb.var()))
 
 
-def _colour_cast(rgb: np.ndarray) -> float:
-    """How far the near-neutral mid-tones are from gray (0 = neutral)."""
-    means = neutral_pixels(rgb).mean(axis=0) + 1e-4
-    return float(np.abs(means / means.mean() - 1.0).max())
-
-
 def _sharpness(lum: np.ndarray) -> float:
+    """Fine detail relative to the local contrast: blur lowers it, a tone change does not."""
     cv2 = require("cv2")
 
-    return float(cv2.Laplacian(lum, cv2.CV_32F, ksize=3).std())
+    lap = cv2.Laplacian(lum, cv2.CV_32F, ksize=3)
+    return float(lap.std() / (lum.std() + 0.02))
 
 
 def _noise_sigma(lum: np.ndarray) -> float:
@@ -159,38 +269,29 @@ def _noise_sigma(lum: np.ndarray) -> float:
     return float(math.sqrt(math.pi / 2.0) * vals.mean() / 6.0)
 
 
-def normalise(stats: Mapping[str, float]) -> dict[str, float]:
-    """Map raw statistics to [0, 1] component scores (1 = good)."""
-    lo, hi = IDEAL_CONTRAST
-    c = stats["rms_contrast"]
-    contrast = min(1.0, c / lo) ** 1.5 if c < lo else (1.0 if c <= hi else math.exp(-((c - hi) / 0.08) ** 2))
-    comps = {
-        "exposure": math.exp(-((stats["mean_luma"] - IDEAL_MEAN_LUMA) / 0.16) ** 2),
-        # blown highlights hurt more than deep blacks, which many good photos have
-        "clipping": math.exp(-max(0.0, stats["clip_bright"] - 0.005) * 40.0)
-        * math.exp(-max(0.0, stats["clip_dark"] - 0.05) * 4.0),
-        "contrast": contrast,
-        "colourfulness": min(1.0, stats["colourfulness"] / GOOD_COLOURFULNESS) ** 0.7
-        * (1.0 if stats["colourfulness"] < 0.35 else math.exp(-((stats["colourfulness"] - 0.35) / 0.1) ** 2)),
-        "colour_cast": math.exp(-(stats["colour_cast"] / 0.2) ** 2),
-        "sharpness": 1.0 - math.exp(-stats["sharpness"] / 0.05),
-        "noise": math.exp(-(max(0.0, stats["noise_sigma"] - 0.006) / 0.02) ** 2),
-    }
+def normalise(stats: Mapping[str, float], bands: Mapping[str, Band] | None = None) -> dict[str, float]:
+    """Map raw statistics to [0, 1] component scores (1 = fine) through the fitted bands."""
+    bands = bands or fitted_reward().bands
+    comps = {}
+    for name, keys in COMPONENT_STATS.items():
+        if all(k in stats for k in keys):
+            comps[name] = float(np.prod([bands[k](stats[k]) for k in keys]))
     if stats.get("is_gray"):
-        comps["colourfulness"] = comps["colour_cast"] = 1.0  # a black-and-white photo is not dull
+        for name in COLOUR_ONLY:
+            comps[name] = 1.0
     return comps
 
 
 def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean SSIM *structure* term (local correlation) between two images' luminance.
+    """Mean SSIM *structure* term (local correlation) between two images' luminance, at 128 px.
 
-    Invariant to brightness and contrast changes — those are the edits we want — while
-    dropping for blur, crops, warps, heavy local contrast and invented content.
+    Invariant to brightness and contrast changes, and at this scale to noise and its removal — those
+    are the edits we want — while dropping for crops, warps, heavy local contrast and invented content.
     """
     cv2 = require("cv2")
 
-    la = luminance(resize_longest(a, 256)).astype(np.float32)
-    lb = luminance(resize_longest(b, 256)).astype(np.float32)
+    la = luminance(resize_longest(a, 128)).astype(np.float32)
+    lb = luminance(resize_longest(b, 128)).astype(np.float32)
     if la.shape != lb.shape:
         lb = cv2.resize(lb, (la.shape[1], la.shape[0]), interpolation=cv2.INTER_AREA)
     blur = lambda x: cv2.GaussianBlur(x, (0, 0), 1.5)  # noqa: E731
@@ -202,14 +303,21 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.clip((cov + c3) / (np.sqrt(va * vb) + c3), -1, 1).mean())
 
 
-def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[str, float]:
-    """BRISQUE and NIQE of an image, on the same <=512 px copy as the statistics.
+def mosaic(crops: list[np.ndarray]) -> np.ndarray:
+    """The texture crops side by side in two rows (one image for BRISQUE and NIQE)."""
+    half = (len(crops) + 1) // 2
+    rows = [np.concatenate(crops[:half], axis=1), np.concatenate(crops[half:] or crops[:half], axis=1)]
+    return np.concatenate(rows, axis=0)
 
-    NIQE needs 192 px on the short side; smaller copies (search previews) are upscaled to that first.
+
+def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[str, float]:
+    """BRISQUE and NIQE of an image (pass the texture mosaic to read native resolution).
+
+    NIQE needs 192 px on the short side; smaller images are upscaled to that first.
     """
     from .iqa import NIQE_BLOCK, brisque, niqe, to_gray255
 
-    gray = to_gray255(resize_longest(img, METRIC_SIDE))
+    gray = to_gray255(img)
     out: dict[str, float] = {}
     if "brisque" in want:
         out["brisque"] = brisque(gray) if min(gray.shape) >= 16 else float("nan")  # too small to measure
@@ -224,17 +332,6 @@ def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[s
     return out
 
 
-def normalise_iqa(raw: Mapping[str, float]) -> dict[str, float]:
-    """BRISQUE (0 best, ~100 bad) and NIQE (~3 for clean photos, higher is worse) to 0..1, 1 = good."""
-    out = {}
-    # NaN means the image has no natural-scene structure at all (a flat image): the worst score
-    if "brisque" in raw:
-        out["brisque"] = min(1.0, max(0.0, (80.0 - raw["brisque"]) / 70.0)) if math.isfinite(raw["brisque"]) else 0.0
-    if "niqe" in raw:
-        out["niqe"] = min(1.0, max(0.0, (10.0 - raw["niqe"]) / 7.0)) if math.isfinite(raw["niqe"]) else 0.0
-    return out
-
-
 class Reward:
     """PhotoAgent's reward ensemble: a weighted mean of normalised components minus a preservation penalty.
 
@@ -245,7 +342,8 @@ class Reward:
 
     def __init__(self, config: RewardConfig | None = None, scorers: Mapping[str, LearnedScorer] | None = None):
         self.config = config or RewardConfig()
-        weights = self.config.weights
+        weights = self.config.resolved_weights()
+        self.bands = fitted_reward().bands
         self.skipped: dict[str, str] = {}
         self.scorers: dict[str, LearnedScorer] = {}
         scorers = dict(scorers or {})
@@ -254,8 +352,6 @@ class Reward:
                 continue
             scorer = scorers.get(name)
             why = "not connected" if scorer is None else scorer.unavailable()
-            if why is None and name == "clip" and not self.config.mood.strip():
-                why = "no mood text (CLIP similarity scores a photo against the target mood)"
             if why is None:
                 self.scorers[name] = scorer
             else:
@@ -263,34 +359,45 @@ class Reward:
         self.active = {k: w for k, w in weights.items()
                        if w > 0 and (k in STATISTICS or k in CLASSIC_IQA or k in self.scorers)}
         if not self.active:
-            raise ValueError("no reward component is available: give at least one statistic, BRISQUE or NIQE a weight "
-                             f"above 0 (skipped: {self.skipped})")
+            hint = ("the paper preset needs its learned models (CLIP, aesthetic, ImageReward) or a vision brain; "
+                    "use the offline preset to run without them" if self.config.preset == "paper"
+                    else "give at least one statistic, BRISQUE or NIQE a weight above 0")
+            raise ValueError(f"no reward component is available: {hint} (skipped: {self.skipped})")
         self._norm = sum(self.active.values())
+        self.preservation = 0.0 if self.config.preset == "paper" else self.config.preservation
 
     def describe(self) -> str:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
-        return "reward = " + " + ".join(parts) + (f" (skipped {skipped})" if skipped else "")
+        pres = f" - {self.preservation:g} x (1 - structure similarity)" if self.preservation else ""
+        return (f"reward ({self.config.preset}) = " + " + ".join(parts) + pres
+                + (f" (skipped {skipped})" if skipped else ""))
 
-    def score(self, img: np.ndarray, original: np.ndarray | None = None) -> Score:
-        small = resize_longest(img, METRIC_SIDE)  # once: the statistics and BRISQUE/NIQE all read this copy
-        raw = image_statistics(small)
-        comps = {k: v for k, v in normalise(raw).items() if k in self.active}
+    def score(self, img: np.ndarray, original: np.ndarray | None = None, crops: list[np.ndarray] | None = None,
+              intent: str = "") -> Score:
+        """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
+        texture crops when ``img`` is a reduced copy, ``intent`` the text an action aimed at (when no mood)."""
+        raw = global_statistics(img)
+        wants_texture = any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA)
+        if wants_texture:
+            crops = crops if crops is not None else texture_crops(img)
+            raw.update(texture_statistics(crops))
+        comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
         iqa_wanted = tuple(k for k in CLASSIC_IQA if k in self.active)
         if iqa_wanted:
-            iqa_raw = brisque_niqe(small, iqa_wanted)
+            iqa_raw = brisque_niqe(mosaic(crops), iqa_wanted)
             raw.update(iqa_raw)
-            comps.update(normalise_iqa(iqa_raw))
+            comps.update({k: self.bands[k](v) if math.isfinite(v) else 0.0 for k, v in iqa_raw.items()})
+        text = self.config.mood or intent or "a high-quality photo"
         for name, scorer in self.scorers.items():
-            raw[name], comps[name] = scorer.measure(img, self.config.mood)
+            raw[name], comps[name] = scorer.measure(img, text)
         weights = {k: self.active[k] / self._norm for k in comps}
-        quality = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
-        total = quality
-        if original is not None and self.config.preservation > 0:
+        total = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
+        if original is not None and self.preservation > 0:
             sim = structure_similarity(original, img)
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
-            total -= self.config.preservation * (1.0 - sim)
+            total -= self.preservation * (1.0 - sim)
         return Score(total=float(total), components=comps, raw=raw, weights=weights, skipped=dict(self.skipped))
 
 

@@ -258,7 +258,8 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
 # -- perceiver ----------------------------------------------------------------------------
 
 async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int, where: Where, mood: str = "",
-                   tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> list[ToolCall]:
+                   tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> tuple[str, list[ToolCall]]:
+    """The scene the brain names and its validated actions (possibly none: a good photo needs nothing)."""
     text = "Propose actions for this photo."
     if memory:  # PhotoAgent's memory: what was executed and what came of it
         text += "\nAlready executed (do not repeat what was reverted):\n" + "\n".join(f"- {m}" for m in memory)
@@ -277,7 +278,7 @@ async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int,
             where.trace.add("perceiver", where.agent, f"dropped an invalid action: {err}", round=where.round)
             continue
         calls.append(ToolCall(action["tool"], clean, action.get("rationale", "")))
-    return calls
+    return str(data.get("scene", "")).strip(), calls
 
 
 __all__ = ["Where", "aggregate", "compete", "critique", "discriminate", "execute", "perceive", "plan", "prompt",

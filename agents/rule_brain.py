@@ -19,7 +19,7 @@ from ..tools.spec import ToolSpec
 from .brain import BrainAnswer, BrainError, BrainRequest, validate
 from .measure import check as run_check
 from .measure import measure
-from .perceiver import RulePerceiver
+from .perceiver import RulePerceiver, guess_scene
 from .records import EditRequest, Plan
 from .reward import ClassicReward, structure_similarity
 
@@ -384,12 +384,13 @@ class RuleBrain:
         for words, (tool, params) in MOODS.items():
             if tool in allowed and any(re.search(rf"\b{w}\b", low) for w in words):
                 actions.append({"tool": tool, "params": dict(params), "rationale": f"mood '{mood}'"})
-        actions += [{"tool": c.tool, "params": dict(c.params), "rationale": c.rationale}
-                    for c in self.perceiver.propose(stats, k, allowed, tried)]
+        if "white_level" in stats:  # statistics of the reward (the perceiver's checks read them)
+            actions += [{"tool": c.tool, "params": dict(c.params), "rationale": c.rationale}
+                        for c in self.perceiver.propose(stats, k, allowed, tried)]
         return actions[:k]
 
     def _perceiver(self, ctx: dict, images: list) -> tuple[dict, list[str]]:
         stats = ctx["stats"]
-        scene = "night or dim scene" if stats["mean_luma"] < 0.2 else "bright scene" if stats["mean_luma"] > 0.65 else "general scene"
+        scene = guess_scene(stats)
         actions = self._propose(stats, [t.name for t in ctx["tools"]], ctx["k"], ctx.get("mood", ""), ctx.get("tried", ()))
         return {"scene": scene, "actions": actions}, []

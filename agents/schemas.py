@@ -70,7 +70,7 @@ COMPETE = {"type": "object", "additionalProperties": False, "required": ["best",
 def perceive_schema(specs: list[ToolSpec], k: int) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": ["actions"], "properties": {
         "scene": TEXT,
-        "actions": {"type": "array", "minItems": 1, "maxItems": k, "items": {
+        "actions": {"type": "array", "minItems": 0, "maxItems": k, "items": {
             "type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
                 "tool": {"type": "string", "enum": [s.name for s in specs]}, "params": {"type": "object"},
                 "rationale": TEXT}}}}}

@@ -28,7 +28,8 @@ class MCTSPlanner(io.ComfyNode):
                 io.Int.Input("simulations", default=d.simulations, min=1, max=2000, tooltip="Simulations per step."),
                 io.Int.Input("depth", default=d.depth, min=1, max=8, tooltip="Rollout depth d (edits looked ahead)."),
                 io.Float.Input("exploration", default=d.exploration, min=0.0, max=10.0, step=0.1,
-                               tooltip="UCT exploration constant: higher tries more alternatives."),
+                               tooltip="UCT exploration constant, on rewards normalised to 0..1 by the search's "
+                                       "lowest and highest: higher tries more alternatives."),
                 io.Int.Input("branching", default=d.branching, min=1, max=32, tooltip="Actions proposed per tree node (K)."),
                 io.Int.Input("top_k", default=d.top_k, min=1, max=8, tooltip="Most-visited actions re-run at full resolution."),
                 io.Int.Input("max_steps", default=d.max_steps, min=1, max=20, tooltip="At most this many edits are kept."),
@@ -42,7 +43,7 @@ class MCTSPlanner(io.ComfyNode):
                                         "'make it better'. Give the Reward node the same mood so it scores toward it."),
                 BRAIN.Input("perceiver_brain", optional=True,
                             tooltip="A vision-language brain as PhotoAgent's perceiver: it looks at the photo and proposes "
-                                    "K actions once per step, seeing what was already tried. Without it the rule "
+                                    "K actions at each newly expanded state (within perceiver_calls per step), seeing what was already tried. Without it the rule "
                                     "perceiver proposes from the photo's statistics (offline)."),
             ],
             outputs=[io.Image.Output(display_name="image", tooltip="The enhanced photo (a batch in, a batch out)."),
@@ -52,10 +53,11 @@ class MCTSPlanner(io.ComfyNode):
 
     @classmethod
     def execute(cls, image, simulations, depth, exploration, branching, top_k, max_steps, patience, preview_side,
-                time_budget_s, seed, mood="", toolbox=None, reward=None, perceiver_brain=None) -> io.NodeOutput:
+                time_budget_s, seed, mood="", toolbox=None, reward=None, perceiver_brain=None,
+                perceiver_calls=MCTSSettings.perceiver_calls) -> io.NodeOutput:
         s = MCTSSettings(simulations=simulations, depth=depth, exploration=exploration, branching=branching, top_k=top_k,
                          max_steps=max_steps, patience=patience, preview_side=preview_side, time_budget_s=time_budget_s,
-                         seed=seed)
+                         seed=seed, perceiver_calls=perceiver_calls)
         tools, scorer = tools_or_classic(toolbox), reward or ClassicReward()
         mood = mood.strip()
 

@@ -3,19 +3,19 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..agents.reward import DEFAULT_WEIGHTS, Reward as RewardEnsemble, RewardConfig
+from ..agents.reward import PRESETS, Reward as RewardEnsemble, RewardConfig, preset_weights
 from ..tools.scorers import learned_scorers
 from .runtime import FIRST_AVAILABLE, comfy_runtime, model_choices
 from .types import BRAIN, CATEGORY, REWARD
 
 _TIPS = {
-    "exposure": "Weight of 'mean brightness close to a well-exposed photo'.",
+    "exposure": "Weight of 'the tones use the range': highlights reach up, blacks are not lifted, the key is plausible.",
     "clipping": "Weight of 'few blown highlights and crushed shadows'.",
     "contrast": "Weight of 'global contrast in a natural range'.",
     "colourfulness": "Weight of 'colours neither dull nor garish' (ignored for black-and-white photos).",
-    "colour_cast": "Weight of 'grays and whites look neutral'. Lower it to keep warm or cool moods.",
-    "sharpness": "Weight of 'fine detail present'.",
-    "noise": "Weight of 'little noise in flat areas'.",
+    "colour_cast": "Weight of 'no cast the illuminant estimators agree on'. Lower it to keep warm or cool moods.",
+    "sharpness": "Weight of 'fine detail present, not over-sharpened' (read on native-resolution crops).",
+    "noise": "Weight of 'little noise in flat areas' (read on native-resolution crops).",
     "brisque": "Weight of BRISQUE (no-reference quality, LIVE-trained; no download needed).",
     "niqe": "Weight of NIQE (distance from pristine natural-photo statistics; no download needed).",
     "aesthetic": "Weight of the LAION aesthetic predictor (needs a CLIP model in models/clip-hf/ and the head in "
@@ -33,8 +33,10 @@ MODELS = {"clip_model": ("clip", "CLIP folder (transformers layout) in models/cl
 
 
 def _weight(name: str, optional: bool = False) -> io.Float.Input:
-    return io.Float.Input(name, default=DEFAULT_WEIGHTS[name], min=0.0, max=10.0, step=0.05, tooltip=_TIPS[name],
-                          optional=optional)
+    # the custom preset starts from the fitted weights (statistics) and the paper's (learned components)
+    default = preset_weights("offline")[name] or preset_weights("paper")[name]
+    return io.Float.Input(name, default=round(default, 3), min=0.0, max=10.0, step=0.05,
+                          tooltip=_TIPS[name] + " Used by the custom preset only.", optional=optional)
 
 
 class Reward(io.ComfyNode):
@@ -47,10 +49,11 @@ class Reward(io.ComfyNode):
             node_id="EditAgentsReward",
             display_name="Reward",
             category=CATEGORY,
-            description="PhotoAgent's reward ensemble: image statistics, BRISQUE and NIQE (no downloads), plus learned "
-                        "components (aesthetic, CLIP similarity, ImageReward, a VLM rating) when their models or brain "
-                        "are there; missing ones are skipped with a note and the weights renormalised. A "
-                        "content-preservation penalty keeps edits from replacing the photo.",
+            description="PhotoAgent's reward ensemble. Presets: offline (default; image statistics, BRISQUE and NIQE "
+                        "with bands and weights fitted on photos, no downloads), paper (PhotoAgent's evaluator: CLIP "
+                        "1.0, aesthetic 2.0, ImageReward 2.0, a VLM rating 0.8, over 5.8), custom (the weights on the node). "
+                        "Missing learned components are skipped with a note and the weights renormalised. A "
+                        "content-preservation penalty keeps edits from replacing the photo (offline and custom).",
             inputs=[
                 *[_weight(n) for n in ORDER],
                 io.Float.Input("preservation", default=RewardConfig().preservation, min=0.0, max=10.0, step=0.05,
@@ -61,18 +64,24 @@ class Reward(io.ComfyNode):
                                 tooltip="Mood-guided mode: the target mood (e.g. 'warm golden hour'), read by CLIP "
                                         "similarity, ImageReward and the VLM rating. Empty = plain 'make it better'."),
                 *models,
+                # last, so the widget values of workflows saved before presets existed keep their places
+                io.Combo.Input("preset", options=list(PRESETS), default="offline", optional=True,
+                               tooltip="offline: fitted on photos, needs no models. paper: PhotoAgent's learned "
+                                       "evaluator (needs its models or a vision brain). custom: the weights above."),
                 BRAIN.Input("vision_brain", optional=True, tooltip="A vision-language brain for the VLM rating."),
             ],
             outputs=[REWARD.Output(display_name="reward", tooltip="The reward, for PhotoAgent and the MCTS Planner.")],
         )
 
     @classmethod
-    def execute(cls, preservation: float, mood: str = "", clip_model: str = FIRST_AVAILABLE,
+    def execute(cls, preservation: float, preset: str = "custom", mood: str = "", clip_model: str = FIRST_AVAILABLE,
                 aesthetic_model: str = FIRST_AVAILABLE, image_reward_model: str = FIRST_AVAILABLE, vision_brain=None,
                 **weights: float) -> io.NodeOutput:
         runtime = comfy_runtime({"clip": clip_model, "aesthetic": aesthetic_model, "image-reward": image_reward_model})
-        weights = {name: weights.get(name, DEFAULT_WEIGHTS[name]) for name in ORDER + LATER}
-        config = RewardConfig(weights=weights, preservation=preservation, mood=mood.strip())
+        # an API prompt saved before presets existed has no preset: its weights are honoured (custom)
+        chosen = {name: weights.get(name, preset_weights("offline")[name] or preset_weights("paper")[name])
+                  for name in ORDER + LATER} if preset == "custom" else None
+        config = RewardConfig(weights=chosen, preset=preset, preservation=preservation, mood=mood.strip())
         return io.NodeOutput(RewardEnsemble(config, learned_scorers(runtime, vision_brain)))
 
 

@@ -286,13 +286,14 @@ class Perceiver(Rerunnable, io.ComfyNode):
         img, b, tools = one_image(image, "Perceiver"), brain_or_rule(brain), tools_or_classic(toolbox)
         tr = continue_trace(trace, "Perceiver")
         try:
-            actions = await roles.perceive(b, img, tools, k, where(tr, "perceiver"), mood=mood)
+            scene, actions = await roles.perceive(b, img, tools, k, where(tr, "perceiver"), mood=mood)
         finally:
             await close_brains(b)
         subtasks = [Subtask(i, a.rationale or a.label(), a.tool, a.rationale, [i - 1] if i else []) for i, a in enumerate(actions)]
         request = EditRequest(instruction="", mode="mood" if mood else "autonomous", mood=mood)
         plan = Handoff(request, Plan(subtasks), [[ToolCall(a.tool, a.params, a.rationale)] for a in actions])
-        return io.NodeOutput(plan, tr, ui={"text": ["\n".join(a.label() for a in actions) or "(nothing to propose)"]})
+        text = "\n".join(a.label() for a in actions) or "(nothing to propose: no clear defect)"
+        return io.NodeOutput(plan, tr, ui={"text": [f"scene: {scene or 'unknown'}\n{text}"]})
 
 
 NODES = [Planner, Executor, Critic, Aggregator, Perceiver]

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from edit_agents.agents import iqa
-from edit_agents.agents.reward import Reward, RewardConfig
+from edit_agents.agents.reward import COMPONENTS, Reward, RewardConfig, mosaic, preset_weights, texture_crops
 
 DATA = Path(__file__).parent / "data" / "iqa"
 # Scores of the authors' MATLAB code (BRISQUE release with allmodel/allrange; NIQE release with
@@ -72,13 +72,17 @@ def test_quality_metrics_get_worse_with_degradation(photos, degrade):
     assert iqa.brisque(g_bad) > iqa.brisque(g_clean) + 10
     assert iqa.niqe(g_bad) > iqa.niqe(g_clean) + 1
 
+BOTH = {k: max(preset_weights("offline")[k], preset_weights("paper")[k]) for k in COMPONENTS}
+
 
 def test_reward_reports_raw_and_normalised_values_and_skips_with_notes(photos):
-    reward = Reward()
+    reward = Reward(RewardConfig(weights=BOTH))
     report = reward.score(photos["chelsea"], photos["chelsea"]).report()
     rows = report["components"]
     assert {"brisque", "niqe", "exposure", "noise"} <= set(rows)
-    assert rows["brisque"]["raw"] == pytest.approx(iqa.brisque(iqa.to_gray255(photos["chelsea"])), abs=1e-3)
+    # BRISQUE and NIQE read the native-resolution texture crops
+    crops = mosaic(texture_crops(photos["chelsea"]))
+    assert rows["brisque"]["raw"] == pytest.approx(iqa.brisque(iqa.to_gray255(crops)), abs=1e-3)
     assert 0.0 <= rows["niqe"]["normalised"] <= 1.0
     assert set(report["skipped"]) == {"aesthetic", "clip", "image_reward", "vlm"}
     # weights are renormalised over the components that ran
@@ -87,12 +91,12 @@ def test_reward_reports_raw_and_normalised_values_and_skips_with_notes(photos):
 
 
 def test_zero_weights_leave_components_out(photos):
-    only_iqa = {k: 0.0 for k in RewardConfig().weights} | {"brisque": 1.0, "niqe": 1.0}
+    only_iqa = {k: 0.0 for k in COMPONENTS} | {"brisque": 1.0, "niqe": 1.0}
     score = Reward(RewardConfig(weights=only_iqa)).score(photos["camera"])
     assert set(score.components) == {"brisque", "niqe"}
     assert score.skipped == {}
     with pytest.raises(ValueError, match="no reward component"):
-        Reward(RewardConfig(weights={k: 0.0 for k in RewardConfig().weights} | {"aesthetic": 1.0}))
+        Reward(RewardConfig(weights={k: 0.0 for k in COMPONENTS} | {"aesthetic": 1.0}))
 
 
 def test_flat_images_have_no_score_and_rank_worst(photos):

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
-from edit_agents.agents.reward import Reward, RewardConfig
+from edit_agents.agents.reward import COMPONENTS, Reward, RewardConfig, preset_weights
+
+BOTH = {k: max(preset_weights("offline")[k], preset_weights("paper")[k]) for k in COMPONENTS}
 from edit_agents.agents.rule_brain import RuleBrain
 from edit_agents.tools.models import ToolRuntime
 from edit_agents.tools.scorers import VLMScorer, learned_scorers, load_aesthetic_head
@@ -32,7 +34,7 @@ def runtime(root: Path, aesthetic: str = "aesthetic") -> ToolRuntime:
 
 def test_aesthetic_and_clip_run_on_tiny_models_and_load_once(reward_models, photos):
     rt = runtime(reward_models)
-    reward = Reward(RewardConfig(mood="warm golden light"), learned_scorers(rt))
+    reward = Reward(RewardConfig(preset="paper", mood="warm golden light"), learned_scorers(rt))
     assert {"aesthetic", "clip"} <= set(reward.active)
     first = reward.score(photos["chelsea"], photos["chelsea"])
     second = reward.score(photos["coffee"])
@@ -51,8 +53,11 @@ def test_clip_similarity_reads_the_mood(reward_models, photos):
     warm = scorers["clip"].measure(photos["coffee"], "warm cosy morning")[0]
     cold = scorers["clip"].measure(photos["coffee"], "cold blue winter night")[0]
     assert warm != cold
-    no_mood = Reward(RewardConfig(), scorers)
-    assert "no mood text" in no_mood.skipped["clip"] and "clip" not in no_mood.active
+    # the paper preset scores CLIP against the action's text when there is no mood
+    no_mood = Reward(RewardConfig(preset="paper"), scorers)
+    assert "clip" in no_mood.active
+    by_action = no_mood.score(photos["coffee"], intent="warm cosy morning").raw["clip"]
+    assert by_action == pytest.approx(warm, abs=1e-4)
 
 
 def test_safetensors_head_and_mismatched_head(reward_models, photos):
@@ -73,7 +78,7 @@ def test_safetensors_head_and_mismatched_head(reward_models, photos):
 def test_missing_weights_are_skipped_with_notes_and_weights_renormalised(tmp_path, photos):
     rt = ToolRuntime({"clip-hf": [tmp_path / "clip-hf"], "aesthetic": [tmp_path / "aesthetic"],
                       "ImageReward": [tmp_path / "ImageReward"]})
-    reward = Reward(RewardConfig(mood="moody"), learned_scorers(rt))
+    reward = Reward(RewardConfig(weights=BOTH, mood="moody"), learned_scorers(rt))
     notes = reward.skipped
     assert set(notes) == {"aesthetic", "clip", "image_reward", "vlm"}
     assert "clip-hf" in notes["clip"] and "openai/clip-vit-large-patch14" in notes["clip"]
@@ -94,7 +99,7 @@ def test_vlm_rating_through_a_brain_is_validated_and_cached(llm, photos):
               Reply({"score": 4, "reason": "dark"}))
     scorer = VLMScorer(vlm_brain(llm))
     assert scorer.unavailable() is None
-    reward = Reward(RewardConfig(), {"vlm": scorer})
+    reward = Reward(RewardConfig(preset="paper"), {"vlm": scorer})
     a = reward.score(photos["chelsea"])
     assert a.raw["vlm"] == 7 and a.components["vlm"] == pytest.approx(6 / 9)
     again = reward.score(photos["chelsea"])
@@ -107,4 +112,4 @@ def test_vlm_rating_through_a_brain_is_validated_and_cached(llm, photos):
 
 def test_vlm_rating_needs_a_seeing_brain():
     assert "cannot see" in VLMScorer(RuleBrain()).unavailable()
-    assert Reward(RewardConfig(), {"vlm": VLMScorer(None)}).skipped["vlm"] == "no vision brain connected"
+    assert Reward(RewardConfig(weights=BOTH), {"vlm": VLMScorer(None)}).skipped["vlm"] == "no vision brain connected"

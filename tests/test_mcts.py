@@ -27,7 +27,7 @@ TOY = ToolRegistry([ToolSpec(n, f"Toy move {n}.", "Toy.", (), move(f, t)) for n,
 
 
 class ToyReward:
-    def score(self, img, original=None):
+    def score(self, img, original=None, crops=None, intent=""):
         v = round(float(img.mean()), 2)
         return Score(total=VALUES.get(v, 0.0), components={}, raw={"value": v})
 
@@ -38,25 +38,71 @@ class AllMoves:
     def propose(self, stats, k, allowed, tried=(), **_):
         return [ToolCall(n) for n in ("a", "b", "c")][:k]
 
+    def perceive(self, stats, k, allowed, tried=(), **kw):
+        from edit_agents.agents.perceiver import Perception
+
+        return Perception("toy", (), tuple(self.propose(stats, k, allowed, tried, **kw)))
+
 
 def start():
     return np.full((8, 8, 3), 0.3, np.float32)
 
 
 def test_mcts_finds_the_best_sequence_that_greedy_misses():
-    settings = MCTSSettings(simulations=40, depth=2, top_k=1, max_steps=3, min_gain=0.01, preview_side=8, seed=1)
+    settings = MCTSSettings(simulations=200, depth=2, top_k=1, max_steps=3, min_gain=0.01, preview_side=8, seed=1)
     result = mcts_enhance(start(), TOY, ToyReward(), settings, perceiver=AllMoves())
     assert [a.tool for a in result.actions] == ["b", "c"] and result.score_after == 1.0
     greedy = enhance(start(), TOY, ToyReward(), EnhanceSettings(top_k=1, min_gain=0.01, preview_side=8), perceiver=AllMoves())
     assert [a.tool for a in greedy.actions] == ["a"] and greedy.score_after == pytest.approx(0.2)
     tree = result.trees[0]
-    assert tree["visits"] == 40 and max(tree["children"], key=lambda c: c["visits"])["action"] == "b()"
+    assert tree["visits"] == 200 and max(tree["children"], key=lambda c: c["visits"])["action"] == "b()"
+
+
+def test_visits_concentrate_on_the_better_child():
+    """Normalised UCT: the best first move gets most of the visits, not an even share of them."""
+    settings = MCTSSettings(simulations=120, depth=2, top_k=1, max_steps=1, preview_side=8, seed=3)
+    tree = mcts_enhance(start(), TOY, ToyReward(), settings, perceiver=AllMoves()).trees[0]
+    visits = {c["action"]: c["visits"] for c in tree["children"]}
+    assert set(visits) == {"a()", "b()", "c()", "stop()"}
+    assert visits["b()"] > 0.5 * 120 and visits["b()"] > 2 * max(v for k, v in visits.items() if k != "b()")
+    assert visits["c()"] == min(visits.values())  # the move into the sink is tried, then left alone
+    # a large exploration constant spreads the visits out
+    spread = mcts_enhance(start(), TOY, ToyReward(), MCTSSettings(simulations=120, depth=2, max_steps=1, preview_side=8,
+                                                                  exploration=10.0, seed=3), perceiver=AllMoves())
+    wide = {c["action"]: c["visits"] for c in spread.trees[0]["children"]}
+    assert max(wide.values()) < visits["b()"]
+
+
+def test_visits_concentrate_on_a_real_photo(photos):
+    tools = default_registry().subset(categories=["classic"])
+    dark = photos["coffee"] * 0.45
+    result = mcts_enhance(dark, tools, settings=MCTSSettings(simulations=40, depth=2, max_steps=1))
+    children = result.trees[0]["children"]
+    visits = sorted((c["visits"] for c in children), reverse=True)
+    assert len(children) >= 4 and visits[0] >= 2 * visits[len(visits) // 2]  # not the flat 1/K share of each
+    best = max(children, key=lambda c: c["visits"])
+    assert best["tool"] in ("exposure", "auto_levels", "gamma") and best["mean"] == max(c["mean"] for c in children)
+
+
+def test_backup_is_the_rollouts_final_value():
+    """A path whose rollout ends in the sink is backed up with the sink's value, not the best state on the way."""
+    settings = MCTSSettings(simulations=1, depth=1, max_steps=1, preview_side=8)
+    tree = mcts_enhance(start(), TOY, ToyReward(), settings, perceiver=AllMoves()).trees[0]
+    value = {"a()": 0.2, "b()": 0.1, "c()": -1.0, "stop()": 0.0}  # the reward of each first move's state
+    child = tree["children"][0]
+    assert tree["visits"] == 1 and child["mean"] == value[child["action"]]  # depth 1: G is the child's own state
+    for seed in range(6):
+        deep = mcts_enhance(start(), TOY, ToyReward(), MCTSSettings(simulations=1, depth=2, max_steps=1, preview_side=8,
+                                                                    seed=seed), perceiver=AllMoves()).trees[0]
+        child = deep["children"][0]
+        # G(s_T): the state after the random second move (or the child itself when the rollout stops)
+        assert child["mean"] in (value[child["action"]], -1.0, 1.0)
 
 
 def test_budgets_and_cache():
-    settings = MCTSSettings(simulations=15, depth=2, max_steps=2, preview_side=8)
+    settings = MCTSSettings(simulations=60, depth=2, max_steps=2, preview_side=8)
     result = mcts_enhance(start(), TOY, ToyReward(), settings, perceiver=AllMoves())
-    assert result.simulations <= 15 * 2 and result.cache_hits > 0
+    assert result.simulations <= 60 * 2 and result.cache_hits > 0
     assert result.trace.summary["cache_hits"] == result.cache_hits
     quick = mcts_enhance(start(), TOY, ToyReward(), MCTSSettings(simulations=100000, time_budget_s=0.05, max_steps=1,
                                                                  preview_side=8), perceiver=AllMoves())
@@ -98,7 +144,7 @@ def test_steps_stream_live_with_thumbnails_and_the_tree_has_them(photos):
     tree = next(s for s in result.trace.steps if s.role == "planner").outputs["tree"]
     nodes = [tree] + tree["children"] + [g for c in tree["children"] for g in c.get("children", [])]
     assert len(nodes) > 5 and all(max(decode_thumb(n["thumb"]).shape[:2]) == 64 for n in nodes)
-    assert all(n["tool"] in tools.names() for n in nodes[1:])
+    assert all(n["tool"] in tools.names() + ["stop"] for n in nodes[1:])
     assert len(result.trace.to_json()) < 200_000  # thumbnails keep the trace small enough for /history
 
 
@@ -115,7 +161,7 @@ class Recording(AllMoves):
 
 def test_memory_of_executed_actions_reaches_the_perceiver():
     perceiver = Recording()
-    settings = MCTSSettings(simulations=20, depth=2, top_k=1, max_steps=3, preview_side=8, seed=1)
+    settings = MCTSSettings(simulations=200, depth=2, top_k=1, max_steps=3, preview_side=8, seed=1)
     result = mcts_enhance(start(), TOY, ToyReward(), settings, perceiver=perceiver)
     assert perceiver.memories[0] == []  # nothing executed yet
     assert any(m and m[0].startswith("b(): kept") for m in perceiver.memories)
@@ -142,7 +188,7 @@ def scripted_vlm(llm):
     return OpenAIBrain(BrainConfig(provider="custom", base_url=llm.url, model="scripted-vlm", backoff=0.01))
 
 
-def test_vlm_perceiver_in_mood_mode_is_asked_once_per_step_and_validated(llm, photos):
+def test_vlm_perceiver_in_mood_mode_keeps_its_call_budget_and_is_validated(llm, photos):
     from edit_agents.agents.perceiver import BrainPerceiver
     from llm_server import Reply
 
@@ -157,9 +203,9 @@ def test_vlm_perceiver_in_mood_mode_is_asked_once_per_step_and_validated(llm, ph
               Reply({"scene": "food", "actions": [{"tool": "vibrance", "params": {"amount": 0.2}}]}),
               Reply({"scene": "food", "actions": [{"tool": "vibrance", "params": {"amount": 0.2}}]}))
     perceiver = BrainPerceiver(scripted_vlm(llm), tools, mood="warm and cosy")
-    settings = MCTSSettings(simulations=8, depth=2, top_k=1, max_steps=2, patience=2, preview_side=64)
+    settings = MCTSSettings(simulations=8, depth=2, top_k=1, max_steps=2, patience=2, preview_side=64, perceiver_calls=1)
     result = mcts_enhance(photos["coffee"], tools, settings=settings, perceiver=perceiver)
-    assert perceiver.calls == 2  # one VLM call per step, however many simulations
+    assert perceiver.calls == 2  # a budget of one VLM call per step, however many simulations
     assert "warm and cosy" in llm.seen[0].body["messages"][0]["content"]
     assert len(llm.seen[0].images()) == 1
     # the first answer named a tool outside the toolbox and was re-asked; nothing ran it
@@ -173,6 +219,20 @@ def test_vlm_perceiver_in_mood_mode_is_asked_once_per_step_and_validated(llm, ph
     executed = [s for s in result.trace.steps if s.role == "planner"][1].outputs["memory"][0]
     assert executed.split("(")[0] in proposals
     assert "Already executed" in llm.seen[-1].user_text() and executed in llm.seen[-1].user_text()
+
+
+def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(photos):
+    from edit_agents.agents.perceiver import BrainPerceiver
+    from edit_agents.agents.rule_brain import RuleBrain
+
+    tools = default_registry().subset(categories=["classic"])
+    perceiver = BrainPerceiver(RuleBrain(), tools, mood="warm and cosy")
+    settings = MCTSSettings(simulations=12, depth=2, max_steps=1, preview_side=64, perceiver_calls=3)
+    result = mcts_enhance(photos["coffee"], tools, settings=settings, perceiver=perceiver)
+    planner = [s for s in result.trace.steps if s.role == "planner"][0]
+    assert perceiver.calls == 3 and planner.outputs["perceiver_calls"] == 3  # root + 2 expanded states, then reuse
+    scene = [s for s in result.trace.steps if s.role == "perceiver" and s.action.startswith("scene")][0]
+    assert scene.outputs["source"] == "vision brain"
 
 
 def test_rule_brain_serves_the_perceiver_offline_with_a_mood(photos):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import require
-from .imageops import join_alpha, luminance, neutral_pixels, on_color, split_alpha
+from .imageops import illuminant_estimate, join_alpha, luminance, neutral_pixels, on_color, split_alpha
 from .spec import Param, ToolSpec
 
 
@@ -120,11 +120,12 @@ def temperature_tint(img, temperature=0.0, tint=0.0):
 
 
 def white_balance(img, strength=1.0):
-    """Automatic white balance from the near-neutral pixels (gray-pixel assumption), blended by strength."""
+    """Automatic white balance: divide out the estimated illuminant (white patch, shades of gray and gray
+    edge agreeing), blended by strength, keeping the overall brightness."""
     def f(c):
-        means = neutral_pixels(c).mean(axis=0) + 1e-4
-        gains = means.mean() / means
-        gains = 1.0 + (gains - 1.0) * strength
+        log_rb, _ = illuminant_estimate(c)
+        gains = np.exp(-strength * np.array([log_rb[0], 0.0, log_rb[1]], np.float32))
+        gains /= float(gains @ np.array([0.2126, 0.7152, 0.0722], np.float32))
         return c * gains
     return on_color(_color_only(f))(img)
 

@@ -73,6 +73,32 @@ def neutral_pixels(rgb: np.ndarray, max_chroma: float = 0.35) -> np.ndarray:
     return rgb[mask] if mask.sum() > 100 else rgb.reshape(-1, 3)
 
 
+def illuminant_estimate(rgb: np.ndarray) -> tuple[np.ndarray, float]:
+    """The scene illuminant's colour as log(R/G), log(B/G), and how sure the estimate is (0..1).
+
+    Three estimators that a dominant scene colour fools in different ways: white patch (each
+    channel's 99th percentile), shades of gray (Minkowski p = 6 mean) and gray edge (mean gradient
+    per channel). Their median is the estimate; the confidence falls as they disagree, so a brown
+    coffee table or a red retina is not read as a cast while a tint on everything is.
+    """
+    cv2 = require("cv2")
+
+    rgb = np.clip(rgb[:, :, :3], 0.0, 1.0).astype(np.float32)
+    lum = rgb.mean(axis=2)
+    mid = (lum > 0.03) & (lum < 0.97)
+    flat = rgb[mid] if mid.sum() > 100 else rgb.reshape(-1, 3)
+    white_patch = np.percentile(rgb.reshape(-1, 3), 99.0, axis=0)
+    shades_of_gray = np.power(np.power(flat, 6).mean(axis=0), 1 / 6)
+    edges = [np.abs(cv2.Sobel(cv2.GaussianBlur(rgb[:, :, i], (0, 0), 1.0), cv2.CV_32F, 1, 0)).mean()
+             + np.abs(cv2.Sobel(cv2.GaussianBlur(rgb[:, :, i], (0, 0), 1.0), cv2.CV_32F, 0, 1)).mean() for i in range(3)]
+    estimates = np.array([np.log((e[[0, 2]] + 1e-4) / (e[1] + 1e-4))
+                          for e in (white_patch, shades_of_gray, np.array(edges))], np.float64)
+    consensus = np.median(estimates, axis=0)
+    spread = float(np.linalg.norm(estimates - consensus, axis=1).mean())
+    confidence = float(np.clip(1.0 - spread / (np.linalg.norm(consensus) + 0.05), 0.0, 1.0))
+    return consensus, confidence
+
+
 def resize_longest(img: np.ndarray, longest: int) -> np.ndarray:
     """Downscale (never upscale) so the longest side is at most ``longest`` pixels."""
     cv2 = require("cv2")
