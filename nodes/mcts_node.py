@@ -45,6 +45,9 @@ class MCTSPlanner(io.ComfyNode):
                             tooltip="A vision-language brain as PhotoAgent's perceiver: it looks at the photo and proposes "
                                     "K actions at each newly expanded state (within perceiver_calls per step), seeing what was already tried. Without it the rule "
                                     "perceiver proposes from the photo's statistics (offline)."),
+                io.Int.Input("perceiver_calls", default=d.perceiver_calls, min=1, max=64, optional=True,
+                             tooltip="Most vision-brain perceiver calls per step; states expanded after that reuse "
+                                     "their parent's proposals. Ignored by the rule perceiver (it is free)."),
             ],
             outputs=[io.Image.Output(display_name="image", tooltip="The enhanced photo (a batch in, a batch out)."),
                      io.Image.Output(display_name="steps", tooltip="The input and the image after each kept edit."),

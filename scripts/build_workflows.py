@@ -161,7 +161,7 @@ WORKFLOW_GRAPHS = {
             "img": load(),
             "vlm": {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "provider": "ollama", "model": "qwen2.5vl:7b"}},
             "tools": {"class_type": "EditAgentsToolbox", "inputs": {**TOOLBOX, "category": "classic + localise + generative"}},
-            "reward": {"class_type": "EditAgentsReward", "inputs": {"preservation": 1.5, "mood": ""}},
+            "reward": {"class_type": "EditAgentsReward", "inputs": {"preservation": 1.5, "mood": "", "preset": "custom"}},
             "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
                 "image": ["img", 0], "simulations": 20, "depth": 3, "exploration": 1.0, "branching": 6, "top_k": 2,
                 "max_steps": 3, "patience": 1, "preview_side": 384, "time_budget_s": 120.0, "seed": 0, "mood": "",
@@ -176,9 +176,10 @@ WORKFLOW_GRAPHS = {
              "each step (autonomous, or toward the **mood** you type on the planner and the Reward), seeing what was "
              "already tried; **MCTS** explores sequences of them on a small copy and keeps the best at full size only "
              "if the **reward ensemble** says it is better.\n\n**Needs**: a vision model behind the Brain (set for "
-             "Ollama's `qwen2.5vl:7b` at its default URL; any OpenAI-compatible VLM works). Optional: a CLIP folder in "
-             "`models/clip-hf/` and an aesthetic head in `models/aesthetic/` add the learned reward components "
-             "(skipped with a note when missing); generative tools need their models in `models/diffusers/`.",
+             "Ollama's `qwen2.5vl:7b` at its default URL; any OpenAI-compatible VLM works). The Reward is on its "
+             "**custom** preset: the fitted offline statistics plus the paper's learned components. A CLIP folder in "
+             "`models/clip-hf/` and an aesthetic head in `models/aesthetic/` add those (skipped with a note when "
+             "missing); generative tools need their models in `models/diffusers/`.",
     ),
 }
 

@@ -1,46 +1,87 @@
-"""`make demo`: the offline PhotoAgent workflow on a real photo, through a real ComfyUI server.
+"""`make demo`: the offline PhotoAgent workflow on real photos, through a real ComfyUI server.
 
-Uses scikit-image's bundled photo of Chelsea the cat (a real, slightly flat photo; no
-download), runs workflows/photoagent_offline.json through the API queue with the
-`edit-agents` CLI, and leaves the input, the result, a side-by-side and trace.json in
-output/demo/.
+Uses scikit-image's bundled photo of Chelsea the cat (no download) twice: once with a known defect
+applied (under-exposed by a stop, with a warm cast), once as it is. Both go through
+workflows/photoagent_offline.json on one local ComfyUI server with the `edit-agents batch` CLI. The
+demo then scores each result against the clean original (SSIM and mean CIEDE2000, which the search
+never sees) and leaves in output/demo/: the inputs, the results, `fixed.png` (degraded | fixed | clean),
+`left_alone.png` (good photo | result) and a trace per photo.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 from skimage import data
+from skimage.color import deltaE_ciede2000, rgb2lab
+from skimage.metrics import structural_similarity
 
 from edit_agents.cli.main import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "output" / "demo"
+WORKFLOW = ROOT / "workflows" / "photoagent_offline.json"
+
+
+def with_defect(photo: np.ndarray) -> np.ndarray:
+    """The known defect: one stop under, and a warm cast (blue down by a quarter, green by a tenth)."""
+    x = photo.astype(np.float32) / 255 * 0.5 * np.array([1.0, 0.9, 0.75], np.float32)
+    return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def distance(img: np.ndarray, clean: np.ndarray) -> str:
+    a, b = img.astype(np.float32) / 255, clean.astype(np.float32) / 255
+    ssim = structural_similarity(a, b, channel_axis=2, data_range=1.0)
+    de = float(deltaE_ciede2000(rgb2lab(a), rgb2lab(b)).mean())
+    return f"SSIM {ssim:.3f}, ΔE {de:.2f}"
+
+
+def actions_of(summary: dict) -> str:
+    return ", ".join(f"{a['tool']}({', '.join(f'{k}={v}' for k, v in a['params'].items())})"
+                     for a in summary["actions"]) or "no edit"
 
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     for old in OUT.glob("*"):
-        old.unlink()
-    photo = OUT / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(photo)
-    code = cli_main(["run", str(ROOT / "workflows" / "photoagent_offline.json"), "--image", str(photo), "--out", str(OUT)])
+        if old.is_file():
+            old.unlink()
+    inputs = OUT / "inputs"
+    inputs.mkdir(exist_ok=True)
+    clean = data.chelsea()
+    degraded = with_defect(clean)
+    Image.fromarray(degraded).save(inputs / "chelsea_dim_warm.png")
+    Image.fromarray(clean).save(inputs / "chelsea.png")
+    code = cli_main(["batch", str(WORKFLOW), "--images", str(inputs), "--out", str(OUT)])
     if code != 0:
         return code
-    results = sorted(OUT.glob("chelsea_*.png"))
-    trace = json.loads((OUT / "trace.json").read_text())
-    if not results:
-        print("error: the workflow produced no image", file=sys.stderr)
-        return 1
-    before, after = np.asarray(Image.open(photo).convert("RGB")), np.asarray(Image.open(results[0]).convert("RGB"))
-    Image.fromarray(np.concatenate([before, after], axis=1)).save(OUT / "before_after.png")
-    s = trace["summary"]
-    actions = ", ".join(f"{a['tool']}({', '.join(f'{k}={v}' for k, v in a['params'].items())})" for a in s["actions"])
-    print(f"\ninput:   {photo}\nresult:  {results[0]}\ncompare: {OUT / 'before_after.png'}\ntrace:   {OUT / 'trace.json'}")
-    print(f"PhotoAgent: {s['steps']} step(s) [{actions}], reward {s['score_before']:.3f} -> {s['score_after']:.3f}")
+    results = {}
+    for stem in ("chelsea_dim_warm", "chelsea"):
+        found = sorted(p for p in OUT.glob(f"{stem}_*.png") if re.fullmatch(rf"{stem}_\d+_\d+\.png", p.name))
+        if not found:
+            print(f"error: the workflow produced no image for {stem}", file=sys.stderr)
+            return 1
+        summary = json.loads((OUT / f"{stem}.trace.json").read_text())["summary"]
+        results[stem] = (np.asarray(Image.open(found[0]).convert("RGB")), summary, found[0])
+    fixed, s_fixed, fixed_path = results["chelsea_dim_warm"]
+    kept, s_kept, kept_path = results["chelsea"]
+    Image.fromarray(np.concatenate([degraded, fixed, clean], axis=1)).save(OUT / "fixed.png")
+    Image.fromarray(np.concatenate([clean, kept], axis=1)).save(OUT / "left_alone.png")
+    print("\nA photo that needs help (one stop under, warm cast), scored against the clean original:")
+    print(f"  before: {distance(degraded, clean)}\n  after:  {distance(fixed, clean)}   "
+          f"[{s_fixed['steps']} edit(s): {actions_of(s_fixed)}; reward {s_fixed['score_before']:.3f} -> "
+          f"{s_fixed['score_after']:.3f}]")
+    print(f"  degraded | fixed | clean: {OUT / 'fixed.png'}")
+    print("A good photo:")
+    print(f"  after:  {distance(kept, clean)}   [{s_kept['steps']} edit(s): {actions_of(s_kept)}; "
+          f"scene: {s_kept.get('scene', '?')}]")
+    print(f"  photo | result: {OUT / 'left_alone.png'}")
+    print(f"results: {fixed_path}, {kept_path}\ntraces:  {OUT / 'chelsea_dim_warm.trace.json'}, "
+          f"{OUT / 'chelsea.trace.json'}")
     return 0
 
 

@@ -34,6 +34,12 @@ def photo(comfy_server, photos):
     return "cup.png"
 
 
+@pytest.fixture(scope="module")
+def dim_photo(comfy_server, photos):
+    Image.fromarray((photos["coffee"][::2, ::2] * 0.4 * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "dim_cup.png")
+    return "dim_cup.png"
+
+
 def trace_of(result) -> dict:
     return next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
 
@@ -237,8 +243,8 @@ def test_trace_steps_stream_over_the_websocket(comfy, photo):
     assert streamed[0]["step"]["role"] == "planner" and streamed[0]["node"] == "c"
 
 
-def test_mcts_planner_node(comfy, photo):
-    prompt = mcts_prompt(photo)
+def test_mcts_planner_node(comfy, dim_photo):
+    prompt = mcts_prompt(dim_photo)
     events = []
     result = comfy.call("run", prompt, on_event=events.append)
     trace = trace_of(result)
@@ -276,7 +282,7 @@ def test_mcts_with_the_reward_ensemble_and_a_vlm_perceiver(comfy, photo, llm):
         "m": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
             "image": ["1", 0], "simulations": 6, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 1,
             "max_steps": 2, "patience": 2, "preview_side": 96, "time_budget_s": 30.0, "seed": 0, "mood": "warm and cosy",
-            "reward": ["r", 0], "perceiver_brain": ["b", 0]}},
+            "reward": ["r", 0], "perceiver_brain": ["b", 0], "perceiver_calls": 1}},
         "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["m", 2]}},
     }
     trace = trace_of(comfy.call("run", prompt))
@@ -289,5 +295,5 @@ def test_mcts_with_the_reward_ensemble_and_a_vlm_perceiver(comfy, photo, llm):
     planners = [s for s in trace["steps"] if s["role"] == "planner"]
     assert [p["tool"] for p in planners[0]["outputs"]["proposals"]] == ["temperature_tint", "contrast"]
     perceiver_calls = [s for s in llm.seen if s.role == "perceiver"]
-    assert len(perceiver_calls) == len(planners)  # one VLM call per step
+    assert len(perceiver_calls) == len(planners)  # perceiver_calls=1: one VLM call per step, the rest reuse it
     assert "warm and cosy" in perceiver_calls[0].body["messages"][0]["content"]

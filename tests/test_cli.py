@@ -25,7 +25,7 @@ def save(photo: np.ndarray, path: Path) -> Path:
 
 
 def test_run_writes_image_and_trace(comfy_server, photos, tmp_path):
-    src = save(photos["rocket"], tmp_path / "rocket.png")
+    src = save(photos["rocket"] * 0.45, tmp_path / "rocket.png")  # under-exposed: there is something to fix
     out = tmp_path / "out"
     r = cli("run", OFFLINE, "--image", str(src), "--out", str(out), "--server", comfy_server.url,
             "--set", "MCTS Planner (PhotoAgent).max_steps=2")

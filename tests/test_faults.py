@@ -33,7 +33,8 @@ def dies_after(answers: int, good: Reply):
 
 @pytest.fixture()
 def photo(comfy_server, photos) -> str:
-    Image.fromarray((photos["coffee"] * 0.6 * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "faults.png")
+    noisy = photos["coffee"] * 0.4 + np.random.default_rng(0).normal(0, 0.05, photos["coffee"].shape)
+    Image.fromarray((np.clip(noisy, 0, 1) * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "faults.png")
     return "faults.png"
 
 

@@ -148,7 +148,7 @@ def test_a_vlm_perceiver_reading_injected_text_in_the_photo_stays_in_its_toolbox
         "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
             "image": ["img", 0], "simulations": 6, "depth": 2, "exploration": 1.0, "branching": 3, "top_k": 1,
             "max_steps": 1, "patience": 1, "preview_side": 128, "time_budget_s": 30.0, "seed": 0,
-            "perceiver_brain": ["vlm", 0]}},
+            "perceiver_brain": ["vlm", 0], "perceiver_calls": 1}},
         "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}},
     }
     result = comfy.call("run", prompt)

@@ -76,26 +76,38 @@ def test_each_workflow_converts_and_validates(path, comfy, object_info, comfy_se
         assert result.outputs, "no outputs in /history"
 
 
-def test_offline_workflow_improves_a_real_photo(comfy, object_info, comfy_server, photos, artifacts):
+def test_offline_workflow_fixes_a_dim_photo_and_leaves_a_good_one_alone(comfy, object_info, comfy_server, photos,
+                                                                          artifacts):
+    from skimage.metrics import structural_similarity
+
     prompt = ui_to_api(load_json(WORKFLOWS / "photoagent_offline.json"), object_info)
-    src = (photos["chelsea"] * 255).astype(np.uint8)
-    Image.fromarray(src).save(comfy_server.dirs()["input"] / "chelsea.png")
-    set_image(prompt, "chelsea.png")
-    events = []
-    result = comfy.call("run", prompt, on_event=events.append)
-    kinds = {e["type"] for e in events}
-    assert {"execution_start", "executing", "progress"} <= kinds
-    trace_out = [o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o]
-    assert len(trace_out) == 1
-    summary = trace_out[0]["summary"]
-    assert summary["score_after"] > summary["score_before"] + 0.05 and summary["steps"] >= 1
-    saved = [img for o in result.outputs.values() for img in o.get("images", []) if img["type"] == "output"]
-    assert len(saved) == 1
-    out = np.asarray(Image.open(comfy_server.dirs()["output"] / saved[0]["subfolder"] / saved[0]["filename"]))
-    assert out.shape == src.shape
-    change = np.abs(out.astype(float) - src).mean()
-    assert change > 5, f"mean change {change:.1f}/255 is not a visible edit"
-    Image.fromarray(np.concatenate([src, out], axis=1)).save(artifacts / "offline_before_after.png")
+    clean = (photos["chelsea"] * 255).astype(np.uint8)
+    dim = (photos["chelsea"] * 0.5 * 255).astype(np.uint8)  # under-exposed by one stop
+    outputs = {}
+    for name, src in (("dim_chelsea.png", dim), ("chelsea.png", clean)):
+        Image.fromarray(src).save(comfy_server.dirs()["input"] / name)
+        set_image(prompt, name)
+        events = []
+        result = comfy.call("run", prompt, on_event=events.append)
+        assert {"execution_start", "executing", "progress"} <= {e["type"] for e in events}
+        trace_out = [o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o]
+        assert len(trace_out) == 1
+        saved = [img for o in result.outputs.values() for img in o.get("images", []) if img["type"] == "output"]
+        assert len(saved) == 1
+        out = np.asarray(Image.open(comfy_server.dirs()["output"] / saved[0]["subfolder"] / saved[0]["filename"]))
+        assert out.shape == src.shape
+        outputs[name] = (trace_out[0]["summary"], out)
+
+    summary, fixed = outputs["dim_chelsea.png"]
+    assert summary["score_after"] > summary["score_before"] + 0.02 and summary["steps"] >= 1
+
+    def ssim(a):
+        return structural_similarity(a, clean, channel_axis=2)
+
+    assert ssim(fixed) > ssim(dim) + 0.05, "the fix must bring the photo closer to the clean original"
+    summary, untouched = outputs["chelsea.png"]
+    assert summary["steps"] == 0 and np.abs(untouched.astype(int) - clean).max() <= 1, "a good photo is left alone"
+    Image.fromarray(np.concatenate([dim, fixed, clean], axis=1)).save(artifacts / "offline_before_after.png")
 
 
 def test_execution_error_names_the_node_and_server_keeps_serving(comfy, object_info, comfy_server):
@@ -244,7 +256,8 @@ def test_photoagent_workflow_with_a_vlm_perceiver_on_the_scripted_endpoint(comfy
     result = comfy.call("run", prompt)
     trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
     planners = [s for s in trace["steps"] if s["role"] == "planner"]
-    assert planners and len([s for s in llm.seen if s.role == "perceiver"]) == len(planners)
+    vlm_calls = len([s for s in llm.seen if s.role == "perceiver"])
+    assert planners and len(planners) <= vlm_calls <= 4 * len(planners)  # perceiver_calls (4) per step at most
     assert {p["tool"] for p in planners[0]["outputs"]["proposals"]} == {"contrast", "vibrance"}
     report = next(s for s in trace["steps"] if s["role"] == "reward")["outputs"]["reward"]
     assert "aesthetic" in report["components"]  # the tiny CLIP and head in the test model folders were found
