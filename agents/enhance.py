@@ -118,7 +118,8 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             if should_stop:
                 should_stop()
             t = time.perf_counter()
-            out, params, notes = tools.call(call.tool, preview, call.params)
+            scaled = tools.get(call.tool).at_scale(call.params, max(preview.shape[:2]) / max(current.shape[:2]))
+            out, params, notes = tools.call(call.tool, preview, scaled)
             s = reward.score(out, preview_original)
             ranked.append((s.total, call))
             trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,

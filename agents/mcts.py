@@ -69,6 +69,7 @@ class State:
 
     preview: np.ndarray = field(repr=False)
     crops: list[np.ndarray] = field(repr=False)
+    scale: float = 1.0  # the preview's size relative to the photo: lengths in pixels are scaled by it
 
 
 @dataclass
@@ -156,11 +157,12 @@ class _Search:
         if key in self.states:
             self.hits += 1
         else:
-            preview = self.tools.call(call.tool, state.preview, call.params)[0]
+            params = self.tools.get(call.tool).at_scale(call.params, state.scale)
+            preview = self.tools.call(call.tool, state.preview, params)[0]
             # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
             crops = state.crops if preview.shape[:2] != state.preview.shape[:2] else \
                 [self.tools.call(call.tool, c, call.params)[0] for c in state.crops]
-            self.states[key] = State(preview, crops)
+            self.states[key] = State(preview, crops, state.scale)
         return key, self.states[key]
 
     def value(self, key: tuple, state: State, intent: str) -> float:
@@ -241,7 +243,8 @@ class _Search:
 
 
 def _root_state(image: np.ndarray, side: int) -> State:
-    return State(resize_longest(image, side), texture_crops(image))
+    preview = resize_longest(image, side)
+    return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]))
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,

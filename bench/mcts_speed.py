@@ -1,11 +1,12 @@
-"""Benchmark (issue 6 evidence): MCTS speed, low-resolution ranking agreement, and a 12-megapixel run.
+"""Benchmark (issues 6 and 13): MCTS speed, low-resolution ranking agreement, and a 12-megapixel run.
 
 1. Wall time and peak memory of 3 steps x 20 simulations on a 12-megapixel photo (4000x3000).
 2. Simulations per second with the search copy at full, 1/2 and 1/4 resolution (classic tools, the
-   default reward ensemble), on a 2048 px photo.
-3. Agreement between reward rankings of the same candidate edits scored at reduced resolution and at
-   full resolution: Spearman, Kendall, top-1 and top-3 retention (PhotoAgent reports Spearman 0.94 at
-   1/2 and 0.79 at 1/4).
+   offline reward), on a 2048 px photo that is dark, noisy and warm, so the tree stays wide.
+3. Agreement between reward rankings of the same candidate edits scored as the search scores them
+   (reduced copy plus native-resolution texture crops, pixel lengths scaled) and at full resolution:
+   Spearman, Kendall, top-1 and top-3 retention, on dim, flat, warm, noisy and blurred photos
+   (PhotoAgent reports Spearman 0.94 at 1/2 and 0.79 at 1/4).
 Run: .venv/bin/python bench/mcts_speed.py
 """
 from __future__ import annotations
@@ -13,19 +14,22 @@ from __future__ import annotations
 import random
 import resource
 import statistics
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import cv2
 import numpy as np
 from scipy import stats as sps
-from skimage import data
 
-from edit_agents.agents.mcts import MCTSSettings, mcts_enhance
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from photoset import DEFECTS, degrade, load  # noqa: E402
+
+from edit_agents.agents.mcts import MCTSSettings, _root_state, mcts_enhance  # noqa: E402
 from edit_agents.agents.perceiver import RulePerceiver
 from edit_agents.agents.reward import ClassicReward, image_statistics
 from edit_agents.tools import default_registry
-from edit_agents.tools.imageops import as_image
 
 TOOLS = default_registry().subset(categories=["classic"])
 REWARD = ClassicReward()
@@ -33,43 +37,49 @@ REWARD = ClassicReward()
 
 def photo(width: int, height: int, name: str = "chelsea", dim: float = 0.55) -> np.ndarray:
     """A real photo resized to width x height and dimmed, so there is something to repair."""
-    img = as_image(getattr(data, name)())
+    img = load(name, max_side=100_000)  # as scikit-image ships it, black-and-white as RGB
     return (cv2.resize(img, (width, height), interpolation=cv2.INTER_CUBIC).clip(0, 1) * dim).astype(np.float32)
 
 
-def sims_per_second(img: np.ndarray, side: int, simulations: int = 20) -> float:
-    s = MCTSSettings(simulations=simulations, depth=3, max_steps=1, patience=1, preview_side=side, top_k=1)
+def sims_per_second(img: np.ndarray, side: int, simulations: int = 20) -> tuple[float, int]:
+    s = MCTSSettings(simulations=simulations, depth=3, max_steps=1, patience=1, preview_side=side, top_k=1,
+                     time_budget_s=600)
     result = mcts_enhance(img, TOOLS, REWARD, s)
     search_s = sum(step.wall_ms for step in result.trace.steps if step.role == "planner") / 1000
-    return result.simulations / search_s  # the search alone, not the full-resolution re-runs
+    return result.simulations / search_s, result.simulations  # the search alone, not the full-resolution re-runs
 
 
 def candidates(img: np.ndarray, n: int, seed: int = 0) -> list[list]:
-    """n distinct sequences of 1-3 perceiver proposals (what a search would compare)."""
+    """Up to n distinct sequences of 1-3 perceiver proposals (what a search would compare)."""
     rng, perceiver, out, seen = random.Random(seed), RulePerceiver(), [], set()
-    while len(out) < n:
+    for _ in range(20 * n):
+        if len(out) >= n:
+            break
         state, seq = img, []
         for _ in range(rng.randint(1, 3)):
             options = perceiver.propose(image_statistics(state), 8, TOOLS.names())
+            if not options:
+                break
             call = rng.choice(options)
             seq.append(call)
             state = TOOLS.call(call.tool, state, call.params)[0]
         key = tuple(c.key() for c in seq)
-        if key not in seen:
+        if seq and key not in seen:
             seen.add(key)
             out.append(seq)
     return out
 
 
 def scores_at(img: np.ndarray, seqs: list[list], factor: float) -> list[float]:
-    h, w = img.shape[:2]
-    base = img if factor == 1 else cv2.resize(img, (round(w * factor), round(h * factor)), interpolation=cv2.INTER_AREA)
+    """Each sequence's reward as the search computes it with a copy ``factor`` times the photo's size."""
+    root = _root_state(img, round(max(img.shape[:2]) * factor))
     out = []
     for seq in seqs:
-        state = base
+        preview, crops = root.preview, root.crops
         for call in seq:
-            state = TOOLS.call(call.tool, state, call.params)[0]
-        out.append(REWARD.score(state, base).total)
+            preview = TOOLS.call(call.tool, preview, TOOLS.get(call.tool).at_scale(call.params, root.scale))[0]
+            crops = [TOOLS.call(call.tool, c, call.params)[0] for c in crops]
+        out.append(REWARD.score(preview, root.preview, crops=crops).total)
     return out
 
 
@@ -99,19 +109,27 @@ def main() -> None:
           f"process peak RSS {rss_after:.0f} MiB (before: {rss_before:.0f} MiB)")
     print(f"   reward {result.score_before:.3f} -> {result.score_after:.3f}")
 
-    big = photo(2048, 1365)
-    print("2. simulations per second (depth 3, 20 simulations, 2048x1365 photo)")
+    big = degrade(degrade(photo(2048, 1365, dim=1.0), "dark and noisy", 0.5), "warm cast", 0.3)
+    print("2. simulations per second (depth 3, 20 simulations, 2048x1365 photo: dark, noisy and warm)")
+    rates = {}
     for label, side in (("full (2048)", 2048), ("1/2 (1024)", 1024), ("1/4 (512)", 512)):
-        print(f"   {label:<12} {sims_per_second(big, side):6.2f} sims/s")
+        rates[side], sims = sims_per_second(big, side)
+        print(f"   {label:<12} {rates[side]:6.2f} sims/s ({sims} simulations)")
+    print(f"   1/4 runs {rates[512] / rates[2048]:.1f}x the simulations per second of full resolution")
 
-    print("3. ranking agreement with full resolution (40 candidate edit sequences per photo, full = 1024 px)")
+    print("3. ranking agreement with full resolution (up to 40 candidate edit sequences per photo, full = 1024 px)")
     rows = {0.5: [], 0.25: []}
-    for name, dim in (("chelsea", 0.55), ("coffee", 0.5), ("astronaut", 1.0), ("rocket", 1.0)):
-        img = photo(1024, 683 if name != "astronaut" else 1024, name, dim)
+    cases = (("chelsea", "under-exposed"), ("coffee", "low contrast"), ("rocket", "warm cast"),
+             ("astronaut", "noise"), ("camera", "blur"), ("chelsea", "dark and noisy"), ("coffee", "blur"),
+             ("astronaut", "cool cast"))
+    for name, defect in cases:
+        img = degrade(photo(1024, 683 if name not in ("astronaut", "camera") else 1024, name, 1.0), defect,
+                      DEFECTS[defect][2])
         seqs = candidates(img, 40)
         full = scores_at(img, seqs, 1)
         for f in rows:
             rows[f].append(agreement(full, scores_at(img, seqs, f)))
+            print(f"   {name} {defect}, 1/{int(1 / f)}: {len(seqs)} sequences, Spearman {rows[f][-1]['spearman']:.3f}")
     for f, rs in rows.items():
         mean = {k: statistics.mean(r[k] for r in rs) for k in rs[0]}
         print(f"   1/{int(1 / f)}: Spearman {mean['spearman']:.3f}, Kendall {mean['kendall']:.3f}, "

@@ -56,7 +56,7 @@ def test_enhance_repairs_degraded_photos(photos, tools, degrade):
     bad = {"under": clean * 0.4, "flat": clean * 0.45 + 0.3,
            "cast": np.clip(clean * np.array([0.7, 0.9, 1.0], np.float32), 0, 1)}[degrade]
     result = enhance(bad, tools)
-    assert result.score_after > result.score_before + 0.02
+    assert result.score_after > result.score_before + 0.01  # more than enhance's min_gain
     assert result.actions, "no edit was kept"
     if degrade == "cast":
         # the cast itself is reduced (the exact clean tone is not knowable without a reference)

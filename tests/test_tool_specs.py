@@ -75,3 +75,14 @@ def test_call_runs_validated_parameters(registry, photos):
     assert params == {"stops": 1.0} and notes == []
     assert out.mean() > img.mean() * 1.3
     assert out.shape == img.shape and out.dtype == np.float32
+
+
+def test_pixel_lengths_scale_with_a_reduced_copy():
+    """A search copy at half size gets half the blur radius, so sharpen does to the copy what it does to the photo."""
+    tools = default_registry()
+    sharpen = tools.get("sharpen")
+    assert sharpen.at_scale({"amount": 1.2, "radius": 2.0}, 0.5) == {"amount": 1.2, "radius": 1.0}
+    assert sharpen.at_scale({"amount": 1.2}, 0.5)["radius"] == sharpen.param("radius").default * 0.5  # default scaled
+    assert sharpen.at_scale({"radius": 0.4}, 0.1)["radius"] == sharpen.param("radius").minimum  # never below the range
+    assert tools.get("exposure").at_scale({"stops": 1.0}, 0.25) == {"stops": 1.0}  # not a length: unchanged
+    assert [p.name for s in tools.specs() for p in s.params if p.pixels] == ["radius", "sigma"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import require
-from .imageops import illuminant_estimate, join_alpha, luminance, neutral_pixels, on_color, split_alpha
+from .imageops import illuminant_estimate, join_alpha, luminance, on_color, split_alpha
 from .spec import Param, ToolSpec
 
 
@@ -288,8 +288,9 @@ def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, in
 
 # --- the specs ------------------------------------------------------------------------
 
-def F(name, desc, default, lo, hi, effect="", neutral=0.0):
-    return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect, neutral=neutral)
+def F(name, desc, default, lo, hi, effect="", neutral=0.0, pixels=False):
+    return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect, neutral=neutral,
+                 pixels=pixels)
 
 
 BOX = Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", default=[0.25, 0.25, 0.75, 0.75])
@@ -363,14 +364,14 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              split_toning, keywords=("colour grade", "color grade", "cinematic", "split toning", "teal and orange")),
     ToolSpec("sharpen", "Sharpen detail with an unsharp mask.",
              "Use for slightly soft photos; too much creates halos and noise.",
-             (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0, neutral=None)),
+             (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0, neutral=None, pixels=True)),
              sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft")),
     ToolSpec("denoise", "Reduce noise and grain while keeping edges.",
              "Use for noisy low-light photos; high strength smooths fine texture.",
              (F("strength", "strength", 0.5, 0.0, 1.0),),
              denoise, keywords=("denoise", "noise", "grain", "grainy", "noisy")),
     ToolSpec("gaussian_blur", "Blur the whole photo.", "Softens everything; for a soft-focus look.",
-             (F("sigma", "blur radius in pixels", 2.0, 0.1, 50.0),),
+             (F("sigma", "blur radius in pixels", 2.0, 0.1, 50.0, pixels=True),),
              gaussian_blur, keywords=("blur the image", "soften", "soft focus")),
     ToolSpec("vignette", "Darken (or lighten) the corners to draw the eye to the centre.",
              "A subtle vignette (0.2-0.4) focuses attention; negative values lighten corners.",

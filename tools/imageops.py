@@ -60,19 +60,6 @@ def to_rgb(img: np.ndarray) -> np.ndarray:
     return np.repeat(color, 3, axis=2) if color.shape[2] == 1 else color
 
 
-def neutral_pixels(rgb: np.ndarray, max_chroma: float = 0.35) -> np.ndarray:
-    """The weakly saturated mid-tone pixels (N x 3): where a colour cast shows.
-
-    A red cup is not a cast; a tint on the whites and grays is. Falls back to every pixel
-    when too few are neutral.
-    """
-    lum = rgb.mean(axis=2)
-    hi = rgb.max(axis=2)
-    chroma = (hi - rgb.min(axis=2)) / (hi + 1e-4)
-    mask = (lum > 0.15) & (lum < 0.9) & (chroma < max_chroma)
-    return rgb[mask] if mask.sum() > 100 else rgb.reshape(-1, 3)
-
-
 def illuminant_estimate(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     """The scene illuminant's colour as log(R/G), log(B/G), and how sure the estimate is (0..1).
 

@@ -44,6 +44,7 @@ class Param:
     out_of_range: Literal["clamp", "reject"] = "clamp"
     effect: str = ""  # what raising the value does, for the manual
     neutral: float | None = None  # the value that changes nothing; feedback moves a value away from / toward it
+    pixels: bool = False  # a length in pixels of the image it runs on: a reduced copy needs it scaled down
 
     def describe(self) -> str:
         parts = [f"- {self.name} ({self.type}"]
@@ -83,6 +84,20 @@ class ToolSpec:
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params if not p.required and p.default is not None}
+
+    def at_scale(self, params: Mapping[str, Any], scale: float) -> dict[str, Any]:
+        """``params`` for a copy ``scale`` times the size (search previews): lengths in pixels scale with it,
+        so a sharpen or blur does to the copy what it does to the photo."""
+        out = dict(params)
+        if scale == 1.0:
+            return out
+        for p in self.params:
+            if p.pixels and p.type in ("float", "int"):
+                value = out.get(p.name, p.default)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    scaled = max(float(p.minimum) if p.minimum is not None else 0.0, value * scale)
+                    out[p.name] = round(scaled) if p.type == "int" else scaled
+        return out
 
     def manual(self) -> str:
         lines = [f"Tool {self.name}: {self.description}", self.purpose,
