@@ -33,7 +33,6 @@ from .reward import ClassicReward, image_statistics, texture_crops
 from .trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
-BACKUPS = ("final", "max")
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,6 @@ class MCTSSettings:
     preview_side: int = 256
     time_budget_s: float = 60.0  # per step
     seed: int = 0
-    backup: str = "final"  # "final": G(s_T), the paper's; "max": the best of the leaf and s_T
     perceiver_calls: int = 4  # per step, for a vision-brain perceiver (each is a VLM request)
 
     def __post_init__(self):
@@ -59,8 +57,6 @@ class MCTSSettings:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not (self.exploration >= 0 and self.time_budget_s > 0 and math.isfinite(self.min_gain)):
             raise ValueError("exploration must be >= 0, time_budget_s > 0 and min_gain finite")
-        if self.backup not in BACKUPS:
-            raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
 
 
 @dataclass
@@ -222,9 +218,7 @@ class _Search:
                 key, state = self.apply(key, state, call)
                 intent = call.label()
                 options = self._rollout_options(key, state, options)
-            g = self.value(key, state, intent)
-            if self.s.backup == "max":
-                g = max(g, self.value(node.key, node.state, node.action.label() if node.action else ""))
+            g = self.value(key, state, intent)  # G(s_T), backed up as it is (a "max" backup measured no better)
             self.lo, self.hi = min(self.lo, g), max(self.hi, g)
             # 4. backpropagation
             for n in path:

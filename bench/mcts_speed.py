@@ -32,6 +32,7 @@ from edit_agents.agents.reward import ClassicReward, image_statistics
 from edit_agents.tools import default_registry
 
 TOOLS = default_registry().subset(categories=["classic"])
+MIN_SEQUENCES = 8  # fewer candidates than this make a rank correlation meaningless
 REWARD = ClassicReward()
 
 
@@ -126,13 +127,16 @@ def main() -> None:
         img = degrade(photo(1024, 683 if name not in ("astronaut", "camera") else 1024, name, 1.0), defect,
                       DEFECTS[defect][2])
         seqs = candidates(img, 40)
+        if len(seqs) < MIN_SEQUENCES:  # a clear single defect leaves few choices: no ranking to compare
+            print(f"   {name} {defect}: only {len(seqs)} distinct sequences, left out")
+            continue
         full = scores_at(img, seqs, 1)
         for f in rows:
             rows[f].append(agreement(full, scores_at(img, seqs, f)))
             print(f"   {name} {defect}, 1/{int(1 / f)}: {len(seqs)} sequences, Spearman {rows[f][-1]['spearman']:.3f}")
     for f, rs in rows.items():
         mean = {k: statistics.mean(r[k] for r in rs) for k in rs[0]}
-        print(f"   1/{int(1 / f)}: Spearman {mean['spearman']:.3f}, Kendall {mean['kendall']:.3f}, "
+        print(f"   1/{int(1 / f)} (mean of {len(rs)} photos): Spearman {mean['spearman']:.3f}, Kendall {mean['kendall']:.3f}, "
               f"top-1 retention {mean['top1']:.2f}, top-3 retention {mean['top3']:.2f}")
 
 

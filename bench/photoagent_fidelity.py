@@ -7,7 +7,6 @@ mean CIEDE2000, not by the reward the search optimises.
 Methods, at matched budgets of tool calls (every call, search copies and full-resolution re-runs, is
 counted):
   mcts      the shipped search (backup of the rollout's final value G(s_T), as in Algorithm 1)
-  mcts-max  the same with the "max" backup (best of leaf and rollout end), to decide whether to keep it
   greedy    one-step look-ahead (agents/enhance.py) with as many candidates per step as MCTS's budget allows
   random    random perceiver proposals from random states, the best-scoring kept, for MCTS's exact count
 
@@ -40,7 +39,7 @@ from edit_agents.agents.perceiver import RulePerceiver  # noqa: E402
 from edit_agents.agents.reward import Reward, image_statistics  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402
 
-METHODS = ("mcts", "mcts-max", "greedy", "random")
+METHODS = ("mcts", "greedy", "random")
 SETTINGS = MCTSSettings()  # the MCTS Planner node's defaults, as a user gets them
 
 
@@ -108,12 +107,10 @@ def run_case(args: tuple[str, str, int, tuple[str, ...]]) -> dict:
     budget = None
     for method in methods:
         tools, t = CountingTools(classic), time.perf_counter()
-        if method in ("mcts", "mcts-max"):
-            settings = MCTSSettings(backup="final" if method == "mcts" else "max")
-            result = mcts_enhance(bad, tools, reward, settings)
+        if method == "mcts":
+            result = mcts_enhance(bad, tools, reward, SETTINGS)
             out, actions = result.image, [a.label() for a in result.actions]
-            if method == "mcts":
-                budget = tools.calls
+            budget = tools.calls
         elif method == "greedy":
             calls = budget or 60
             per_step = max(1, calls // SETTINGS.max_steps - SETTINGS.top_k)
