@@ -1,7 +1,7 @@
 """`make demo`: the offline PhotoAgent workflow on real photos, through a real ComfyUI server.
 
 Uses scikit-image's bundled photo of Chelsea the cat (no download) twice: once with a known defect
-applied (under-exposed by a stop, with a warm cast), once as it is. Both go through
+applied (a stop under, with the strong warm cast of tungsten light), once as it is. Both go through
 workflows/photoagent_offline.json on one local ComfyUI server with the `edit-agents batch` CLI. The
 demo then scores each result against the clean original (SSIM and mean CIEDE2000, which the search
 never sees) and leaves in output/demo/: the inputs, the results, `fixed.png` (degraded | fixed | clean),
@@ -28,8 +28,8 @@ WORKFLOW = ROOT / "workflows" / "photoagent_offline.json"
 
 
 def with_defect(photo: np.ndarray) -> np.ndarray:
-    """The known defect: one stop under, and a warm cast (blue down by a quarter, green by a tenth)."""
-    x = photo.astype(np.float32) / 255 * 0.5 * np.array([1.0, 0.9, 0.75], np.float32)
+    """The known defect: one stop under, and a strong warm cast (blue down by 40%, green by 15%)."""
+    x = photo.astype(np.float32) / 255 * 0.5 * np.array([1.0, 0.85, 0.6], np.float32)
     return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
@@ -71,7 +71,7 @@ def main() -> int:
     kept, s_kept, kept_path = results["chelsea"]
     Image.fromarray(np.concatenate([degraded, fixed, clean], axis=1)).save(OUT / "fixed.png")
     Image.fromarray(np.concatenate([clean, kept], axis=1)).save(OUT / "left_alone.png")
-    print("\nA photo that needs help (one stop under, warm cast), scored against the clean original:")
+    print("\nA photo that needs help (a stop under, tungsten-warm), scored against the clean original:")
     print(f"  before: {distance(degraded, clean)}\n  after:  {distance(fixed, clean)}   "
           f"[{s_fixed['steps']} edit(s): {actions_of(s_fixed)}; reward {s_fixed['score_before']:.3f} -> "
           f"{s_fixed['score_after']:.3f}]")
