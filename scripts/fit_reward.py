@@ -8,9 +8,11 @@ fast the score falls outside), per component a weight; it maximises the pairwise
 (a logistic of the score difference) with L-BFGS. The same pairs built from the EVALUATION photos,
 never seen by the fit, give the held-out ranking accuracy that the README reports.
 Run: .venv/bin/python scripts/fit_reward.py   (about a minute on 2 cores)
+     --out PATH writes elsewhere; --calibration / --held-out take comma-separated photo names (bench/photoset.py).
 """
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import math
@@ -133,17 +135,26 @@ def accuracy(scores: np.ndarray, pairs: list[tuple[int, int, str]]) -> tuple[flo
     return overall, {k: round(float(np.mean(v)), 3) for k, v in hits.items()}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=FITTED, help=f"where to write the fit (default {FITTED})")
+    ap.add_argument("--calibration", default=",".join(CALIBRATION), help="photos to fit on")
+    ap.add_argument("--held-out", default=",".join(EVALUATION), help="photos to measure the accuracy on")
+    ap.add_argument("--restarts", type=int, default=4, help="optimiser starts (the loss is not convex)")
+    args = ap.parse_args(argv)
+    calibration, held_out = tuple(args.calibration.split(",")), tuple(args.held_out.split(","))
+    if set(calibration) & set(held_out):
+        ap.error(f"a photo cannot be both fitted on and held out: {sorted(set(calibration) & set(held_out))}")
     t0 = time.perf_counter()
-    print(f"calibration photos: {', '.join(CALIBRATION)}\nheld-out photos:    {', '.join(EVALUATION)}")
-    x, gray, pairs, cleans = build(CALIBRATION)
-    hx, hgray, hpairs, hcleans = build(EVALUATION)
+    print(f"calibration photos: {', '.join(calibration)}\nheld-out photos:    {', '.join(held_out)}")
+    x, gray, pairs, cleans = build(calibration)
+    hx, hgray, hpairs, hcleans = build(held_out)
     print(f"{len(pairs)} training pairs from {len(x)} images, {len(hpairs)} held-out pairs from {len(hx)} images "
           f"({time.perf_counter() - t0:.0f} s to measure)")
     model = Model(x)
     idx = np.array([(b, w) for b, w, _ in pairs])
     best = None
-    for restart in range(4):  # a few starts: the bands make the loss non-convex
+    for restart in range(args.restarts):  # a few starts: the bands make the loss non-convex
         p0 = model.initial(x) + np.random.default_rng(restart).normal(0, 0.3 if restart else 0.0, len(model.initial(x)))
         res = minimize(loss, p0, args=(model, x, gray, idx, cleans), method="L-BFGS-B", options={"maxiter": 3000})
         if best is None or res.fun < best.fun:
@@ -160,7 +171,7 @@ def main() -> int:
         band[f"{side}_width"] = round(float(width), 6)
     report = {
         "fitted": _dt.date.today().isoformat(),
-        "calibration_photos": list(CALIBRATION), "held_out_photos": list(EVALUATION),
+        "calibration_photos": list(calibration), "held_out_photos": list(held_out),
         "training_pairs": len(pairs), "held_out_pairs": len(hpairs),
         "training_accuracy": round(train_acc, 4), "held_out_accuracy": round(held_acc, 4),
         "held_out_accuracy_by_kind": held_kinds, "training_accuracy_by_kind": train_kinds,
@@ -171,15 +182,16 @@ def main() -> int:
     }
     out = {"about": "Offline reward bands and weights, fitted by scripts/fit_reward.py; do not edit by hand.",
            "bands": bands, "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": report}
-    FITTED.write_text(json.dumps(out, indent=1) + "\n")
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
     print("weights:", ", ".join(f"{c} {w:.3f}" for c, w in zip(COMPS, weights)))
     for k, b in bands.items():
         print(f"  {k:<14} {b}")
     print(f"pairwise accuracy: training {train_acc:.3f}, held-out {held_acc:.3f}; held-out clean photos score "
           f"{report['held_out_clean_score_mean']:.3f} on average ({report['held_out_clean_components_mean']})")
     for kind, acc in held_kinds.items():
-        print(f"  held-out {kind:<16} {acc:.3f} (training {train_kinds[kind]:.3f})")
-    print(f"wrote {FITTED} in {time.perf_counter() - t0:.0f} s")
+        seen = f"{train_kinds[kind]:.3f}" if kind in train_kinds else "none: no such pair in training"
+        print(f"  held-out {kind:<16} {acc:.3f} (training {seen})")
+    print(f"wrote {args.out} in {time.perf_counter() - t0:.0f} s")
     return 0
 
 

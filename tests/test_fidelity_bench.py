@@ -1,0 +1,25 @@
+"""A bounded run of bench/photoagent_fidelity.py: its scoring against the clean original and its budget matching."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import photoagent_fidelity as bench  # noqa: E402
+
+
+def test_closer_needs_a_real_gain_and_no_real_loss():
+    assert bench.closer((0.70, 20.0), (0.90, 10.0))
+    assert bench.closer((0.95, 8.0), (0.952, 7.0))  # ΔE down by 1, SSIM about the same
+    assert not bench.closer((0.95, 8.0), (0.953, 8.2))  # too small to count
+    assert not bench.closer((0.90, 8.0), (0.95, 9.0))  # SSIM up but colour further off
+    assert not bench.closer((0.90, 8.0), (0.80, 5.0))  # colour closer but structure lost
+
+
+def test_a_degraded_photo_ends_closer_and_a_clean_one_untouched_at_matched_budgets():
+    rows = [bench.run_case(("chelsea", defect, 256, ("mcts", "greedy", "random"))) for defect in ("clean", "under-exposed")]
+    clean, dim = rows
+    for method in ("mcts", "greedy", "random"):
+        assert clean["after"][method] == (1.0, 0.0), method  # SSIM 1, ΔE 0: not touched
+        assert bench.closer(dim["before"], dim["after"][method]), method
+    assert dim["calls"]["random"] == dim["calls"]["mcts"] > 0  # random search gets exactly MCTS's count of tool calls
+    assert dim["calls"]["greedy"] <= dim["calls"]["mcts"]
+    assert clean["calls"]["mcts"] == 0  # nothing proposed, nothing run
