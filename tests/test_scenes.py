@@ -1,0 +1,56 @@
+"""Intent is not a defect: the rule perceiver names the scene from its statistics and leaves well-made
+dim, dark, bright and black-and-white photos alone, while the same photos with a real defect get a fix."""
+import numpy as np
+import pytest
+from skimage import data
+
+from edit_agents.agents.perceiver import RulePerceiver, guess_scene
+from edit_agents.agents.reward import image_statistics
+from edit_agents.tools import default_registry
+from edit_agents.tools.imageops import as_image
+
+CLASSIC = default_registry().subset(categories=["classic"]).names()
+
+
+def rgb(name: str) -> np.ndarray:
+    arr = getattr(data, name)()
+    img = as_image(arr[0] if isinstance(arr, tuple) else arr)  # a stereo pair: the left view
+    return np.repeat(img, 3, axis=2) if img.shape[2] == 1 else img
+
+
+def high_key() -> np.ndarray:
+    """A bright, airy picture: a portrait small on a near-white ground (mostly light tones, true blacks kept)."""
+    canvas = np.full((512, 512, 3), 0.93, np.float32)
+    canvas[160:416, 128:384] = rgb("astronaut")[::2, ::2]
+    return canvas
+
+
+@pytest.mark.parametrize("name, scene", [("camera", "black-and-white"), ("hubble_deep_field", "night"),
+                                         ("rocket", "low-key"), ("stereo_motorcycle", "warm light"),
+                                         ("high-key", "high-key")])
+def test_well_made_scenes_are_named_and_left_alone(name, scene):
+    img = high_key() if name == "high-key" else rgb(name)
+    stats = image_statistics(img)
+    assert guess_scene(stats) == scene
+    seen = RulePerceiver().perceive(stats, 6, CLASSIC)
+    # no tone or colour edit: the scene's key and light are intent (grain, a separate finding, may still be real)
+    tone_or_colour = [a.label() for a in seen.actions if a.tool not in ("denoise", "sharpen")]
+    assert seen.scene == scene and not tone_or_colour, tone_or_colour
+    assert all(not f.defect for f in seen.findings if f.check not in ("noise", "blur"))
+    assert all(f.reason for f in seen.findings)  # each finding says why
+
+
+def test_a_dim_scene_needs_a_darker_photo_before_it_counts_as_under_exposed():
+    rocket = rgb("rocket")  # dusk: a dark scene whose highlights are small
+    assert not RulePerceiver().perceive(image_statistics(rocket * 0.7), 6, CLASSIC).actions  # still a dusk photo
+    fix = RulePerceiver().perceive(image_statistics(rocket * 0.4), 6, CLASSIC).actions
+    assert fix and {a.tool for a in fix} <= {"exposure", "auto_levels", "gamma"}
+
+
+def test_warm_light_is_kept_but_a_strong_cast_is_reduced_not_removed():
+    chelsea = rgb("chelsea")
+    assert not [a for a in RulePerceiver().perceive(image_statistics(chelsea), 6, CLASSIC).actions
+                if a.tool == "white_balance"]
+    tungsten = np.clip(chelsea * np.array([1.0, 0.85, 0.6], np.float32), 0, 1)
+    wb = [a for a in RulePerceiver().perceive(image_statistics(tungsten), 6, CLASSIC).actions if a.tool == "white_balance"]
+    assert wb and all(0 < a.params["strength"] < 1 for a in wb)  # some warmth stays: it may be the light
