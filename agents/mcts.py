@@ -129,22 +129,26 @@ class _Search:
         self.perceptions: dict[tuple, Perception] = {}
         self.hits = 0
         self.simulations = 0
-        self.perceiver_calls = 0  # this step's calls to an expensive (vision-brain) perceiver
+        self.expensive = getattr(perceiver, "expensive", False)  # a vision brain: asked within a budget
+        self.perceiver_calls = 0  # this step's calls to an expensive perceiver
         self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
         self.lo, self.hi = math.inf, -math.inf  # the rewards seen this step, for UCT's normalisation
 
+    def _perception(self, key: tuple, state: State) -> list[ToolCall]:
+        """The perceiver's actions for a state, asked once and cached by the state's key."""
+        if key not in self.perceptions:
+            stats = image_statistics(state.preview, state.crops)
+            self.perceptions[key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
+                                                            image=state.preview, memory=tuple(self.memory))
+        return list(self.perceptions[key].actions)
+
     def perceive(self, node: TreeNode, parent: TreeNode | None) -> list[ToolCall]:
-        """The perceiver's proposals for a newly expanded state, once per state."""
-        if node.key not in self.perceptions:
-            expensive = getattr(self.perceiver, "per_step", False)
-            if expensive and self.perceiver_calls >= self.s.perceiver_calls and parent is not None:
+        """The proposals for a newly expanded tree state; an expensive perceiver within its per-step budget."""
+        if self.expensive and node.key not in self.perceptions:
+            if self.perceiver_calls >= self.s.perceiver_calls and parent is not None:
                 return list(parent.proposals or [])  # over budget: reuse the nearest asked ancestor's
-            if expensive:
-                self.perceiver_calls += 1
-            stats = image_statistics(node.state.preview, node.state.crops)
-            self.perceptions[node.key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
-                                                                 image=node.state.preview, memory=tuple(self.memory))
-        return list(self.perceptions[node.key].actions)
+            self.perceiver_calls += 1
+        return self._perception(node.key, node.state)
 
     def apply(self, key: tuple, state: State, call: ToolCall) -> tuple[tuple, State]:
         key = key + (call.key(),)
@@ -153,12 +157,7 @@ class _Search:
         if key in self.states:
             self.hits += 1
         else:
-            params = self.tools.get(call.tool).at_scale(call.params, state.scale)
-            preview = self.tools.call(call.tool, state.preview, params)[0]
-            # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
-            crops = state.crops if preview.shape[:2] != state.preview.shape[:2] else \
-                [self.tools.call(call.tool, c, call.params)[0] for c in state.crops]
-            self.states[key] = State(preview, crops, state.scale)
+            self.states[key] = apply_call(self.tools, state, call)
         return key, self.states[key]
 
     def value(self, key: tuple, state: State, intent: str) -> float:
@@ -227,18 +226,24 @@ class _Search:
         return root
 
     def _rollout_options(self, key: tuple, state: State, inherited: list[ToolCall]) -> list[ToolCall]:
-        if getattr(self.perceiver, "per_step", False):
+        if self.expensive:
             return inherited  # a vision brain is asked for tree states only (its budget), not for rollouts
-        if key not in self.perceptions:
-            stats = image_statistics(state.preview, state.crops)
-            self.perceptions[key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
-                                                            image=state.preview, memory=tuple(self.memory))
-        return list(self.perceptions[key].actions)
+        return self._perception(key, state)
 
 
-def _root_state(image: np.ndarray, side: int) -> State:
+def root_state(image: np.ndarray, side: int) -> State:
+    """The search's view of a photo: a copy at most ``side`` long plus its native-resolution texture crops."""
     preview = resize_longest(image, side)
     return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]))
+
+
+def apply_call(tools: ToolRegistry, state: State, call: ToolCall) -> State:
+    """One edit on a search state: the copy with pixel lengths scaled to it, the crops at native resolution."""
+    preview = tools.call(call.tool, state.preview, tools.get(call.tool).at_scale(call.params, state.scale))[0]
+    # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
+    crops = state.crops if preview.shape[:2] != state.preview.shape[:2] else \
+        [tools.call(call.tool, c, call.params)[0] for c in state.crops]
+    return State(preview, crops, state.scale)
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
@@ -267,7 +272,7 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
             on_step(step, s.max_steps, f"step {step + 1}/{s.max_steps}: searching")
         t = time.perf_counter()
         sims_before, hits_before = search.simulations, search.hits
-        root = search.run(_root_state(current, s.preview_side), should_stop)
+        root = search.run(root_state(current, s.preview_side), should_stop)
         seen = search.perceptions.get(root.key)
         if seen is not None:
             perceptions.append(seen)

@@ -164,14 +164,26 @@ def _diagnose(stats: Mapping[str, float], scene: str) -> list[tuple[Finding, lis
     return out
 
 
-class RulePerceiver:
+class _Perceiver:
+    """What the perceivers share: ``perceive`` returns a Perception, ``propose`` just its actions."""
+
+    expensive = False  # True: each call costs a model request, so the search asks within perceiver_calls per step
+
+    def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                 image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
+        raise NotImplementedError
+
+    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
+                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
+        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory).actions)
+
+
+class RulePerceiver(_Perceiver):
     """Deterministic: the same statistics give the same proposals in the same order.
 
     Cheap, so the search asks it at every state it expands. Actions that were executed and reverted
     (memory) are not proposed again. A photo with no clear defect gets no proposal at all.
     """
-
-    per_step = False
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
                  image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
@@ -193,32 +205,24 @@ class RulePerceiver:
                     out.append(calls[rank])
         return Perception(scene, tuple(findings), tuple(out))
 
-    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
-        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory).actions)
 
-
-class BrainPerceiver:
+class BrainPerceiver(_Perceiver):
     """PhotoAgent's VLM perceiver: a vision brain looks at the photo, names the scene and proposes K actions.
 
     Autonomous ("make it better") or mood-guided (``mood``). It sees the memory of executed actions and
-    their outcomes. The search asks it at each newly expanded state, up to ``calls_per_step`` calls per
-    step (the user's budget: each call is a VLM request); past the budget a state reuses the proposals of
+    their outcomes. The search asks it at each newly expanded state, up to the MCTS Planner's
+    ``perceiver_calls`` per step (the user's budget: each call is a VLM request); past the budget a state reuses the proposals of
     its nearest asked ancestor. Proposals are validated against the tool specs; invalid ones are dropped
     and noted in the trace.
     """
 
-    per_step = True
+    expensive = True
 
-    def __init__(self, brain: Any, tools: Any, mood: str = "", trace: Trace | None = None, agent: str = "photoagent",
-                 calls_per_step: int = 4):
-        if calls_per_step < 1:
-            raise ValueError(f"calls_per_step must be at least 1, got {calls_per_step}")
+    def __init__(self, brain: Any, tools: Any, mood: str = "", trace: Trace | None = None, agent: str = "photoagent"):
         self.brain, self.tools, self.mood = brain, tools, mood
         self.trace = trace or Trace()
         self.agent = agent
         self.calls = 0
-        self.calls_per_step = calls_per_step
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
                  image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
@@ -240,7 +244,3 @@ class BrainPerceiver:
         self.calls += 1
         scene, calls = run_blocking(go)
         return Perception(scene or guess_scene(stats), (), tuple(calls), source="vision brain")
-
-    def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
-        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory).actions)

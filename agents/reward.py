@@ -229,12 +229,24 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
             "sharpness": float(np.mean([_sharpness(x) for x in lums]))}
 
 
+def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, texture: bool = True,
+                   iqa: tuple[str, ...] = CLASSIC_IQA) -> dict[str, float]:
+    """Every raw statistic the components read: tone and colour on the copy, and (``texture``) noise and
+    sharpness plus the ``iqa`` scores on the native-resolution crops (``crops``, or four taken from ``img``)."""
+    raw = global_statistics(img)
+    if texture or iqa:
+        crops = crops if crops is not None else texture_crops(img)
+        if texture:
+            raw.update(texture_statistics(crops))
+        if iqa:
+            raw.update(brisque_niqe(mosaic(crops), iqa))
+    return raw
+
+
 def image_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None) -> dict[str, float]:
     """Raw statistics of a float image (any size): tone and colour on a <=256 px copy, noise and sharpness on
     native-resolution crops (``crops``, or four taken from ``img`` itself)."""
-    stats = global_statistics(img)
-    stats.update(texture_statistics(crops if crops is not None else texture_crops(img)))
-    return stats
+    return raw_statistics(img, crops, iqa=())
 
 
 def _colourfulness(rgb: np.ndarray) -> float:
@@ -275,7 +287,8 @@ def normalise(stats: Mapping[str, float], bands: Mapping[str, Band] | None = Non
     comps = {}
     for name, keys in COMPONENT_STATS.items():
         if all(k in stats for k in keys):
-            comps[name] = float(np.prod([bands[k](stats[k]) for k in keys]))
+            # NaN (BRISQUE or NIQE of an image with no natural-scene structure, e.g. flat) is the worst score
+            comps[name] = float(np.prod([bands[k](stats[k]) if math.isfinite(stats[k]) else 0.0 for k in keys]))
     if stats.get("is_gray"):
         for name in COLOUR_ONLY:
             comps[name] = 1.0
@@ -377,17 +390,9 @@ class Reward:
               intent: str = "") -> Score:
         """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
         texture crops when ``img`` is a reduced copy, ``intent`` the text an action aimed at (when no mood)."""
-        raw = global_statistics(img)
-        wants_texture = any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA)
-        if wants_texture:
-            crops = crops if crops is not None else texture_crops(img)
-            raw.update(texture_statistics(crops))
+        raw = raw_statistics(img, crops, texture=any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA),
+                             iqa=tuple(k for k in CLASSIC_IQA if k in self.active))
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
-        iqa_wanted = tuple(k for k in CLASSIC_IQA if k in self.active)
-        if iqa_wanted:
-            iqa_raw = brisque_niqe(mosaic(crops), iqa_wanted)
-            raw.update(iqa_raw)
-            comps.update({k: self.bands[k](v) if math.isfinite(v) else 0.0 for k, v in iqa_raw.items()})
         text = self.config.mood or intent or "a high-quality photo"
         for name, scorer in self.scorers.items():
             raw[name], comps[name] = scorer.measure(img, text)

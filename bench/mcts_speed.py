@@ -26,7 +26,7 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from photoset import DEFECTS, degrade, load  # noqa: E402
 
-from edit_agents.agents.mcts import MCTSSettings, _root_state, mcts_enhance  # noqa: E402
+from edit_agents.agents.mcts import MCTSSettings, apply_call, mcts_enhance, root_state  # noqa: E402
 from edit_agents.agents.perceiver import RulePerceiver
 from edit_agents.agents.reward import ClassicReward, image_statistics
 from edit_agents.tools import default_registry
@@ -73,14 +73,13 @@ def candidates(img: np.ndarray, n: int, seed: int = 0) -> list[list]:
 
 def scores_at(img: np.ndarray, seqs: list[list], factor: float) -> list[float]:
     """Each sequence's reward as the search computes it with a copy ``factor`` times the photo's size."""
-    root = _root_state(img, round(max(img.shape[:2]) * factor))
+    root = root_state(img, round(max(img.shape[:2]) * factor))
     out = []
     for seq in seqs:
-        preview, crops = root.preview, root.crops
+        state = root
         for call in seq:
-            preview = TOOLS.call(call.tool, preview, TOOLS.get(call.tool).at_scale(call.params, root.scale))[0]
-            crops = [TOOLS.call(call.tool, c, call.params)[0] for c in crops]
-        out.append(REWARD.score(preview, root.preview, crops=crops).total)
+            state = apply_call(TOOLS, state, call)
+        out.append(REWARD.score(state.preview, root.preview, crops=state.crops).total)
     return out
 
 

@@ -32,10 +32,13 @@ MODELS = {"clip_model": ("clip", "CLIP folder (transformers layout) in models/cl
           "image_reward_model": ("image-reward", "Folder with ImageReward.pt and med_config.json in models/ImageReward/.")}
 
 
+def _custom_default(name: str) -> float:
+    """The custom preset starts from the fitted weights (statistics) and the paper's (learned components)."""
+    return preset_weights("offline")[name] or preset_weights("paper")[name]
+
+
 def _weight(name: str, optional: bool = False) -> io.Float.Input:
-    # the custom preset starts from the fitted weights (statistics) and the paper's (learned components)
-    default = preset_weights("offline")[name] or preset_weights("paper")[name]
-    return io.Float.Input(name, default=round(default, 3), min=0.0, max=10.0, step=0.05,
+    return io.Float.Input(name, default=round(_custom_default(name), 3), min=0.0, max=10.0, step=0.05,
                           tooltip=_TIPS[name] + " Used by the custom preset only.", optional=optional)
 
 
@@ -79,8 +82,7 @@ class Reward(io.ComfyNode):
                 **weights: float) -> io.NodeOutput:
         runtime = comfy_runtime({"clip": clip_model, "aesthetic": aesthetic_model, "image-reward": image_reward_model})
         # an API prompt saved before presets existed has no preset: its weights are honoured (custom)
-        chosen = {name: weights.get(name, preset_weights("offline")[name] or preset_weights("paper")[name])
-                  for name in ORDER + LATER} if preset == "custom" else None
+        chosen = {name: weights.get(name, _custom_default(name)) for name in ORDER + LATER} if preset == "custom" else None
         config = RewardConfig(weights=chosen, preset=preset, preservation=preservation, mood=mood.strip())
         return io.NodeOutput(RewardEnsemble(config, learned_scorers(runtime, vision_brain)))
 

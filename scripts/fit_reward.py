@@ -28,8 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from photoset import CALIBRATION, DEFECTS, EVALUATION, OVERDONE, degrade, load  # noqa: E402
 
-from edit_agents.agents.reward import (CLASSIC_IQA, COLOUR_ONLY, COMPONENT_STATS, FITTED, STAT_SIDE,  # noqa: E402
-                                       brisque_niqe, global_statistics, mosaic, texture_crops, texture_statistics)
+from edit_agents.agents.reward import COLOUR_ONLY, COMPONENT_STATS, FITTED, STAT_SIDE, raw_statistics  # noqa: E402
 
 STATS = tuple(STAT_SIDE)
 COMPS = tuple(COMPONENT_STATS)
@@ -42,8 +41,7 @@ ANCHOR = 0.3
 
 
 def measure(img: np.ndarray) -> dict[str, float]:
-    crops = texture_crops(img)
-    raw = global_statistics(img) | texture_statistics(crops) | brisque_niqe(mosaic(crops))
+    raw = raw_statistics(img)
     return {k: (v if math.isfinite(v) else 100.0) for k, v in raw.items()}
 
 

@@ -33,7 +33,7 @@ class ToyReward:
 
 
 class AllMoves:
-    per_step = False
+    expensive = False
 
     def propose(self, stats, k, allowed, tried=(), **_):
         return [ToolCall(n) for n in ("a", "b", "c")][:k]

@@ -76,8 +76,9 @@ def illuminant_estimate(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     flat = rgb[mid] if mid.sum() > 100 else rgb.reshape(-1, 3)
     white_patch = np.percentile(rgb.reshape(-1, 3), 99.0, axis=0)
     shades_of_gray = np.power(np.power(flat, 6).mean(axis=0), 1 / 6)
-    edges = [np.abs(cv2.Sobel(cv2.GaussianBlur(rgb[:, :, i], (0, 0), 1.0), cv2.CV_32F, 1, 0)).mean()
-             + np.abs(cv2.Sobel(cv2.GaussianBlur(rgb[:, :, i], (0, 0), 1.0), cv2.CV_32F, 0, 1)).mean() for i in range(3)]
+    smooth = [cv2.GaussianBlur(rgb[:, :, i], (0, 0), 1.0) for i in range(3)]  # once per channel, for both gradients
+    edges = [np.abs(cv2.Sobel(s, cv2.CV_32F, 1, 0)).mean() + np.abs(cv2.Sobel(s, cv2.CV_32F, 0, 1)).mean()
+             for s in smooth]
     estimates = np.array([np.log((e[[0, 2]] + 1e-4) / (e[1] + 1e-4))
                           for e in (white_patch, shades_of_gray, np.array(edges))], np.float64)
     consensus = np.median(estimates, axis=0)
