@@ -127,6 +127,7 @@ class _Search:
         self.states: dict[tuple, State] = {}
         self.scores: dict[tuple, float] = {}
         self.perceptions: dict[tuple, Perception] = {}
+        self.statistics: dict[tuple, dict] = {}  # a state's raw statistics, read by the perceiver and the reward
         self.hits = 0
         self.simulations = 0
         self.expensive = getattr(perceiver, "expensive", False)  # a vision brain: asked within a budget
@@ -137,7 +138,7 @@ class _Search:
     def _perception(self, key: tuple, state: State) -> list[ToolCall]:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
-            stats = image_statistics(state.preview, state.crops)
+            stats = self.statistics[key] = image_statistics(state.preview, state.crops)
             self.perceptions[key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
                                                             image=state.preview, memory=tuple(self.memory))
         return list(self.perceptions[key].actions)
@@ -163,7 +164,8 @@ class _Search:
     def value(self, key: tuple, state: State, intent: str) -> float:
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
-            self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops, intent=intent).total
+            self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops, intent=intent,
+                                                 known=self.statistics.get(key)).total
         return self.scores[key]
 
     def uct(self, parent: TreeNode, child: TreeNode) -> float:
@@ -208,7 +210,9 @@ class _Search:
                 node, path = child, path + [child]
             # 3. simulation: random actions (or stop) down to depth d, from the states' own proposals
             key, state, options, intent = node.key, node.state, node.proposals or [], node.action.label() if node.action else ""
-            for _ in range(node.depth, self.s.depth):
+            for level in range(node.depth, self.s.depth):
+                if level > node.depth:  # the proposals of the state reached (not of the rollout's last state)
+                    options = self._rollout_options(key, state, options)
                 if not options:
                     break
                 call = self.rng.choice(options + [STOP])
@@ -216,7 +220,6 @@ class _Search:
                     break
                 key, state = self.apply(key, state, call)
                 intent = call.label()
-                options = self._rollout_options(key, state, options)
             g = self.value(key, state, intent)  # G(s_T), backed up as it is (a "max" backup measured no better)
             self.lo, self.hi = min(self.lo, g), max(self.hi, g)
             # 4. backpropagation
@@ -238,12 +241,16 @@ def root_state(image: np.ndarray, side: int) -> State:
 
 
 def apply_call(tools: ToolRegistry, state: State, call: ToolCall) -> State:
-    """One edit on a search state: the copy with pixel lengths scaled to it, the crops at native resolution."""
-    preview = tools.call(call.tool, state.preview, tools.get(call.tool).at_scale(call.params, state.scale))[0]
+    """One edit on a search state: the copy with pixel lengths scaled to it, and the native-resolution crops
+    edited as parts of the whole photo (with what the tool measures on the whole, read from the copy)."""
+    spec = tools.get(call.tool)
+    pins = spec.pinned(state.preview, spec.validate(call.params)[0])
+    preview = tools.call(call.tool, state.preview, call.params, scale=state.scale, pins=pins)[0]
     # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
-    crops = state.crops if preview.shape[:2] != state.preview.shape[:2] else \
-        [tools.call(call.tool, c, call.params)[0] for c in state.crops]
-    return State(preview, crops, state.scale)
+    if preview.shape[:2] != state.preview.shape[:2]:
+        return State(preview, state.crops, state.scale)
+    native = spec.pins_at_scale(pins, 1.0 / state.scale)
+    return State(preview, [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops], state.scale)
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from edit_agents.agents.enhance import EnhanceSettings, enhance
-from edit_agents.agents.mcts import MCTSSettings, mcts_enhance
+from edit_agents.agents.mcts import MCTSSettings, apply_call, mcts_enhance, root_state
 from edit_agents.agents.records import ToolCall
-from edit_agents.agents.reward import Score
+from edit_agents.agents.reward import ClassicReward, Score, image_statistics, texture_crops
 from edit_agents.tools import ToolRegistry, ToolSpec, default_registry
 
 # A toy world: the image is one gray value. From 0.30, "a" gives 0.50 (the best single step, a dead end),
@@ -27,7 +27,7 @@ TOY = ToolRegistry([ToolSpec(n, f"Toy move {n}.", "Toy.", (), move(f, t)) for n,
 
 
 class ToyReward:
-    def score(self, img, original=None, crops=None, intent=""):
+    def score(self, img, original=None, crops=None, intent="", known=None):
         v = round(float(img.mean()), 2)
         return Score(total=VALUES.get(v, 0.0), components={}, raw={"value": v})
 
@@ -118,6 +118,27 @@ def test_mcts_on_real_photos(photos):
     assert len(good.actions) <= 1 and np.abs(good.image - photos["astronaut"]).mean() < 0.03
     with pytest.raises(ValueError, match="simulations"):
         MCTSSettings(simulations=0)
+
+
+@pytest.mark.parametrize("call", [ToolCall("white_balance", {"strength": 1.0}), ToolCall("auto_levels", {"clip_percent": 1.0}),
+                                  ToolCall("contrast", {"amount": 0.6}), ToolCall("exposure", {"stops": 0.5})])
+def test_search_crops_are_edited_as_parts_of_the_photo(call, photos):
+    """The native-resolution crops of a search state are what the edited photo's crops would be, though a
+    tool that measures its image (illuminant, levels, mean) measures it on the small copy, not the crop."""
+    tools = default_registry().subset(categories=["classic"])
+    photo = photos["coffee"] * np.array([1.0, 0.85, 0.6], np.float32)  # warm and dim, so every tool acts
+    state = apply_call(tools, root_state(photo, 128), call)
+    truth = texture_crops(tools.call(call.tool, photo, call.params)[0])
+    assert max(np.abs(a - b).mean() for a, b in zip(state.crops, truth)) < 0.01
+
+
+def test_the_search_reuses_the_perceivers_statistics_in_the_reward(photos):
+    state = root_state(photos["chelsea"] * 0.5, 128)
+    reward = ClassicReward()
+    known = image_statistics(state.preview, state.crops)
+    again = reward.score(state.preview, photos["chelsea"], crops=state.crops, known=known)
+    fresh = reward.score(state.preview, photos["chelsea"], crops=state.crops)
+    assert again.total == fresh.total and again.raw == fresh.raw
 
 
 def decode_thumb(url: str) -> np.ndarray:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from edit_agents.tools import ToolCallError, default_registry
+from edit_agents.tools.imageops import resize_longest
 from edit_agents.tools.spec import Param, ToolSpec
 
 
@@ -83,6 +84,63 @@ def test_pixel_lengths_scale_with_a_reduced_copy():
     sharpen = tools.get("sharpen")
     assert sharpen.at_scale({"amount": 1.2, "radius": 2.0}, 0.5) == {"amount": 1.2, "radius": 1.0}
     assert sharpen.at_scale({"amount": 1.2}, 0.5)["radius"] == sharpen.param("radius").default * 0.5  # default scaled
-    assert sharpen.at_scale({"radius": 0.4}, 0.1)["radius"] == sharpen.param("radius").minimum  # never below the range
+    # the range is the photo's: on a copy a tenth of the size a 0.4 px radius is 0.04 px, not the smallest radius
+    assert sharpen.at_scale({"radius": 0.4}, 0.1)["radius"] == pytest.approx(0.04)
     assert tools.get("exposure").at_scale({"stops": 1.0}, 0.25) == {"stops": 1.0}  # not a length: unchanged
-    assert [p.name for s in tools.specs() for p in s.params if p.pixels] == ["radius", "sigma"]
+    assert [(s.name, p.name) for s in tools.specs() for p in s.params if p.pixels] == [
+        ("sharpen", "radius"), ("denoise", "radius"), ("gaussian_blur", "sigma")]
+    # the registry validates the photo's parameters (clamps reported), then scales them without clamping again
+    img = np.random.default_rng(0).random((32, 32, 3), dtype=np.float32)
+    _, clean, notes = tools.call("sharpen", img, {"radius": 0.1}, scale=0.25)
+    assert clean["radius"] == 0.3 and notes  # the photo's radius was clamped to the range, and said so
+
+
+@pytest.mark.parametrize("tool,params", [("sharpen", {"amount": 1.2, "radius": 1.5}),
+                                         ("gaussian_blur", {"sigma": 1.5})])
+def test_a_filter_on_the_reduced_copy_does_what_it_does_to_the_photo(tool, params, photos):
+    """At a quarter of the size a 1.5 px radius is 0.375 px. A kernel sampled from the Gaussian is then
+    nearly the identity, and a sharpen looks free on the copy though it changes the photo; the band-limited
+    kernel makes the copy's edit close to the photo's edit seen at the copy's size."""
+    tools = default_registry()
+    photo = photos["coffee"]
+    small = resize_longest(photo, max(photo.shape[:2]) // 4)
+    seen = resize_longest(tools.call(tool, photo, params)[0], max(small.shape[:2]))
+    on_copy = tools.call(tool, small, params, scale=0.25)[0]
+    untouched = np.abs(seen - small).mean()
+    assert np.abs(on_copy - seen).mean() < 0.5 * untouched  # a sampled kernel: 0.72 for the sharpen
+
+
+def test_denoise_window_shrinks_with_the_copy(photos):
+    """The noise a denoise removes is below a pixel of a quarter-size copy: there it leaves the copy as it is."""
+    tools = default_registry()
+    img = photos["astronaut"]
+    assert np.array_equal(tools.call("denoise", img, {"strength": 1.0}, scale=0.25)[0], img)
+    assert np.abs(tools.call("denoise", img, {"strength": 1.0}, scale=0.5)[0] - img).mean() > 0
+    assert np.abs(tools.call("denoise", img, {"strength": 1.0})[0] - img).mean() > 0
+
+
+@pytest.mark.parametrize("tool,params,exact", [("contrast", {"amount": 0.5}, True),
+                                               ("auto_levels", {"clip_percent": 1.0}, True),
+                                               ("white_balance", {"strength": 1.0}, True),
+                                               ("highlights_shadows", {"shadows": 0.6, "highlights": 0.4}, False),
+                                               ("clahe", {"clip_limit": 3.0}, False)])
+def test_pins_make_a_crop_edited_alone_match_the_crop_of_the_edited_photo(tool, params, exact, photos):
+    """Tools that measure the whole image (mean, levels, illuminant, mask width, tile size) do the same to a
+    crop when given what they measured on the whole: what the search's native-resolution crops rely on."""
+    tools = default_registry()
+    spec = tools.get(tool)
+    photo = photos["coffee"]
+    box = (slice(300, 400), slice(100, 228))
+    clean = spec.validate(params)[0]
+    truth = tools.call(tool, photo, params)[0][box]
+    alone = tools.call(tool, np.ascontiguousarray(photo[box]), params)[0]
+    pinned = tools.call(tool, np.ascontiguousarray(photo[box]), params, pins=spec.pinned(photo, clean))[0]
+    err, err_alone = np.abs(pinned - truth).mean(), np.abs(alone - truth).mean()
+    assert err < (1e-5 if exact else 0.5 * err_alone), (err, err_alone)
+    assert err_alone > 0.003  # without the pins the crop is edited differently
+
+
+def test_pixel_pins_scale_with_the_image():
+    spec = default_registry().get("highlights_shadows")
+    assert spec.pins_at_scale({"reference_side": 256.0}, 4.0) == {"reference_side": 1024.0}
+    assert default_registry().get("contrast").pins_at_scale({"pivot": 0.4}, 4.0) == {"pivot": 0.4}

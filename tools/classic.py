@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import require
-from .imageops import illuminant_estimate, join_alpha, luminance, on_color, split_alpha
+from .imageops import gaussian, illuminant_estimate, join_alpha, luminance, on_color, split_alpha
 from .spec import Param, ToolSpec
 
 
@@ -33,10 +33,11 @@ def brightness(img, amount=0.0):
     return on_color(lambda c: c + amount)(img)
 
 
-def contrast(img, amount=0.0):
+def contrast(img, amount=0.0, *, pivot=None):
+    """``pivot`` (default: the image's mean luminance) stays where it is."""
     def f(c):
-        pivot = float(luminance(c).mean())
-        return (c - pivot) * (1.0 + amount) + pivot
+        mid = float(luminance(c).mean()) if pivot is None else pivot
+        return (c - mid) * (1.0 + amount) + mid
     return on_color(f)(img)
 
 
@@ -44,21 +45,27 @@ def gamma(img, gamma=1.0):
     return on_color(lambda c: np.power(np.clip(c, 0, 1), 1.0 / gamma))(img)
 
 
-def auto_levels(img, clip_percent=0.5):
+def _levels(img, clip_percent):
+    return tuple(float(v) for v in np.percentile(luminance(img), [clip_percent, 100.0 - clip_percent]))
+
+
+def auto_levels(img, clip_percent=0.5, *, levels=None):
+    """``levels``: the black and white points (default: the image's own percentiles)."""
     def f(c):
-        lum = luminance(c)
-        lo, hi = np.percentile(lum, [clip_percent, 100.0 - clip_percent])
+        lo, hi = _levels(c, clip_percent) if levels is None else levels
         if hi - lo < 1e-3:
             return c
         return (c - lo) / (hi - lo)
     return on_color(f)(img)
 
 
-def highlights_shadows(img, shadows=0.0, highlights=0.0):
-    """Lift shadows (>0) and recover highlights (>0) with a smooth luminance mask."""
+def highlights_shadows(img, shadows=0.0, highlights=0.0, *, reference_side=None):
+    """Lift shadows (>0) and recover highlights (>0) with a smooth luminance mask, as wide as a hundredth of
+    the picture (``reference_side``: its longest side in this image's pixels; default this image's)."""
     def f(c):
         lum = luminance(c)
-        blur = _cv2().GaussianBlur(lum, (0, 0), sigmaX=max(1.0, max(lum.shape) / 100))
+        side = max(lum.shape) if reference_side is None else reference_side
+        blur = _cv2().GaussianBlur(lum, (0, 0), sigmaX=max(1.0, side / 100))
         shadow_mask = np.clip(1.0 - blur / 0.5, 0, 1) ** 2
         highlight_mask = np.clip((blur - 0.5) / 0.5, 0, 1) ** 2
         new = lum + shadows * 0.5 * shadow_mask * (1 - lum) - highlights * 0.5 * highlight_mask * lum
@@ -75,12 +82,14 @@ def tone_curve(img, shadows=0.0, midtones=0.0, highlights=0.0):
     return on_color(lambda c: np.interp(np.clip(c, 0, 1), lut_x, lut).astype(np.float32))(img)
 
 
-def clahe(img, clip_limit=2.0, tile=8):
+def clahe(img, clip_limit=2.0, tile=8, *, reference_side=None):
+    """``tile`` x ``tile`` tiles over the picture (``reference_side``: its longest side in this image's pixels)."""
     cv2 = _cv2()
 
     def f(c):
         lum = luminance(c)
-        op = cv2.createCLAHE(clipLimit=float(clip_limit), tileGridSize=(int(tile), int(tile)))
+        grid = int(tile) if reference_side is None else max(1, round(int(tile) * max(lum.shape) / reference_side))
+        op = cv2.createCLAHE(clipLimit=float(clip_limit), tileGridSize=(grid, grid))
         new = op.apply((np.clip(lum, 0, 1) * 65535).astype(np.uint16)).astype(np.float32) / 65535
         return _scale_lum(c, new, lum)
     return on_color(f)(img)
@@ -119,11 +128,12 @@ def temperature_tint(img, temperature=0.0, tint=0.0):
     return on_color(_color_only(lambda c: c * gains))(img)
 
 
-def white_balance(img, strength=1.0):
+def white_balance(img, strength=1.0, *, illuminant=None):
     """Automatic white balance: divide out the estimated illuminant (white patch, shades of gray and gray
-    edge agreeing), blended by strength, keeping the overall brightness."""
+    edge agreeing), blended by strength, keeping the overall brightness. ``illuminant``: log(R/G), log(B/G)
+    (default: estimated on this image)."""
     def f(c):
-        log_rb, _ = illuminant_estimate(c)
+        log_rb = illuminant_estimate(c)[0] if illuminant is None else np.asarray(illuminant, np.float32)
         gains = np.exp(-strength * np.array([log_rb[0], 0.0, log_rb[1]], np.float32))
         gains /= float(gains @ np.array([0.2126, 0.7152, 0.0722], np.float32))
         return c * gains
@@ -165,26 +175,28 @@ def split_toning(img, shadow_hue=220.0, highlight_hue=40.0, strength=0.3, balanc
 
 def sharpen(img, amount=0.5, radius=1.5):
     def f(c):
-        blur = _cv2().GaussianBlur(c, (0, 0), sigmaX=radius)
+        blur = gaussian(c, radius)
         blur = blur[:, :, None] if blur.ndim == 2 else blur
         return c + (c - blur) * amount
     return on_color(f)(img)
 
 
-def denoise(img, strength=0.5):
-    """Edge-preserving bilateral denoise; strength 0..1."""
+def denoise(img, strength=0.5, radius=2.0):
+    """Edge-preserving bilateral denoise; strength 0..1, ``radius`` the window's half-width in pixels."""
     cv2 = _cv2()
+    half = int(round(radius))
 
     def f(c):
-        if strength <= 0:
+        if strength <= 0 or half < 1:  # a window under a pixel (the search's reduced copy) averages nothing
             return c
-        out = cv2.bilateralFilter(c, d=5, sigmaColor=0.05 + 0.15 * strength, sigmaSpace=3 + 4 * strength)
+        out = cv2.bilateralFilter(c, d=2 * half + 1, sigmaColor=0.05 + 0.15 * strength,
+                                  sigmaSpace=(3 + 4 * strength) * radius / 2)
         return out[:, :, None] if out.ndim == 2 else out
     return on_color(f)(img)
 
 
 def gaussian_blur(img, sigma=2.0):
-    out = _cv2().GaussianBlur(img, (0, 0), sigmaX=sigma)
+    out = gaussian(img, sigma)
     return out[:, :, None] if out.ndim == 2 else out
 
 
@@ -293,6 +305,10 @@ def F(name, desc, default, lo, hi, effect="", neutral=0.0, pixels=False):
                  pixels=pixels)
 
 
+def _reference_side(img, params):
+    return {"reference_side": float(max(img.shape[:2]))}
+
+
 BOX = Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and height", default=[0.25, 0.25, 0.75, 0.75])
 
 CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
@@ -307,7 +323,8 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("contrast", "Increase or decrease global contrast around the mean brightness.",
              "Use for flat, hazy photos (raise) or harsh ones (lower).",
              (F("amount", "relative contrast change", 0.15, -0.9, 2.0, "+0.2 = 20% more contrast."),),
-             contrast, keywords=("contrast", "punchier", "flat", "hazy", "pop")),
+             contrast, keywords=("contrast", "punchier", "flat", "hazy", "pop"),
+             pins=lambda img, p: {"pivot": float(luminance(img).mean())}),
     ToolSpec("gamma", "Apply a gamma curve to brighten or darken midtones.",
              "Brightens midtones (gamma > 1) while keeping black and white points.",
              (F("gamma", "gamma value", 1.2, 0.2, 5.0, "Above 1 brightens midtones.", neutral=1.0),),
@@ -315,12 +332,14 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("auto_levels", "Stretch the tonal range so the darkest and brightest pixels reach black and white.",
              "Fixes washed-out or murky photos that do not use the full range.",
              (F("clip_percent", "percent of pixels allowed to clip at each end", 0.5, 0.0, 5.0, neutral=None),),
-             auto_levels, keywords=("auto levels", "levels", "washed out", "auto enhance", "auto tone")),
+             auto_levels, keywords=("auto levels", "levels", "washed out", "auto enhance", "auto tone"),
+             pins=lambda img, p: {"levels": _levels(img, p["clip_percent"])}),
     ToolSpec("highlights_shadows", "Lift shadows and recover highlights separately.",
              "Use for backlit or high-dynamic-range scenes with dark shadows or bright skies.",
              (F("shadows", "how much to lift dark areas", 0.3, -1.0, 1.0),
               F("highlights", "how much to pull down bright areas", 0.0, -1.0, 1.0)),
-             highlights_shadows, keywords=("shadows", "highlights", "backlit", "lift shadows", "recover highlights")),
+             highlights_shadows, keywords=("shadows", "highlights", "backlit", "lift shadows", "recover highlights"),
+             pins=_reference_side, pixel_pins=("reference_side",)),
     ToolSpec("tone_curve", "Bend the tone curve at shadows, midtones and highlights.",
              "A fine-grained tone adjustment; an S-curve (shadows < 0, highlights > 0) adds contrast.",
              (F("shadows", "shift of the quarter-tone", 0.0, -1.0, 1.0),
@@ -331,7 +350,8 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              "Use for foggy, low-detail or unevenly lit photos. Strong settings look HDR-like.",
              (F("clip_limit", "contrast limit per tile", 2.0, 1.0, 8.0, "Higher = stronger local contrast.", neutral=1.0),
               Param("tile", "int", "tiles per side", default=8, minimum=2, maximum=32)),
-             clahe, keywords=("local contrast", "clarity", "detail", "dehaze", "fog")),
+             clahe, keywords=("local contrast", "clarity", "detail", "dehaze", "fog"),
+             pins=_reference_side, pixel_pins=("reference_side",)),
     ToolSpec("saturation", "Make colours more or less saturated.",
              "Raise for dull colours, lower for garish ones; -1 gives grayscale.",
              (F("amount", "relative saturation change", 0.2, -1.0, 2.0),),
@@ -348,7 +368,8 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("white_balance", "Remove a colour cast automatically (neutralise the grays and whites).",
              "Use when the photo looks too yellow, blue or green overall.",
              (F("strength", "how far to move to neutral", 0.8, 0.0, 1.0),),
-             white_balance, keywords=("white balance", "colour cast", "color cast", "neutral", "yellowish", "bluish")),
+             white_balance, keywords=("white balance", "colour cast", "color cast", "neutral", "yellowish", "bluish"),
+             pins=lambda img, p: {"illuminant": tuple(illuminant_estimate(img)[0].tolist())} if img.shape[2] >= 3 else {}),
     ToolSpec("grayscale", "Turn the photo black and white.",
              "Luminance-preserving conversion; the image keeps three channels.",
              (), grayscale, keywords=("black and white", "grayscale", "greyscale", "monochrome", "b&w")),
@@ -368,7 +389,8 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft")),
     ToolSpec("denoise", "Reduce noise and grain while keeping edges.",
              "Use for noisy low-light photos; high strength smooths fine texture.",
-             (F("strength", "strength", 0.5, 0.0, 1.0),),
+             (F("strength", "strength", 0.5, 0.0, 1.0),
+              F("radius", "half-width of the smoothing window in pixels", 2.0, 0.5, 6.0, neutral=None, pixels=True)),
              denoise, keywords=("denoise", "noise", "grain", "grainy", "noisy")),
     ToolSpec("gaussian_blur", "Blur the whole photo.", "Softens everything; for a soft-focus look.",
              (F("sigma", "blur radius in pixels", 2.0, 0.1, 50.0, pixels=True),),

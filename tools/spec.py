@@ -75,6 +75,12 @@ class ToolSpec:
     output: str = "the edited image, same size unless stated"
     returns: Literal["image", "mask"] = "image"  # a mask (H x W x 1) feeds a later step's mask parameter
     needs_runtime: bool = False  # model tools get the registry's ToolRuntime (model store, device, brain)
+    # What the tool measures on the whole image (a white balance's illuminant, the levels' black and white
+    # points), as keyword arguments that make it do the same to a crop of that image; ``pixel_pins`` are
+    # lengths among them, in pixels of the image measured.
+    pins: Callable[[np.ndarray, Mapping[str, Any]], dict[str, Any]] | None = field(default=None, compare=False,
+                                                                                  repr=False)
+    pixel_pins: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -95,9 +101,19 @@ class ToolSpec:
             if p.pixels and p.type in ("float", "int"):
                 value = out.get(p.name, p.default)
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    scaled = max(float(p.minimum) if p.minimum is not None else 0.0, value * scale)
-                    out[p.name] = round(scaled) if p.type == "int" else scaled
+                    # not clamped to the parameter's range: that range is for the photo, and a 1.5 px radius
+                    # on a copy a tenth of the size is 0.15 px, whatever the smallest radius a user may ask for
+                    out[p.name] = max(1, round(value * scale)) if p.type == "int" else value * scale
         return out
+
+    def pinned(self, whole: np.ndarray, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``pins`` measured on ``whole`` (an image or a reduced copy of it) with clean ``params``: what
+        makes the tool treat a crop as part of the whole image."""
+        return {} if self.pins is None else self.pins(whole, params)
+
+    def pins_at_scale(self, pins: Mapping[str, Any], scale: float) -> dict[str, Any]:
+        """``pins`` for an image ``scale`` times the size of the one they were measured on."""
+        return {k: v * scale if k in self.pixel_pins else v for k, v in pins.items()}
 
     def manual(self) -> str:
         lines = [f"Tool {self.name}: {self.description}", self.purpose,
@@ -230,14 +246,17 @@ class ToolRegistry:
         return "\n".join(f"- {s.name}: {s.description}" for s in self._specs.values())
 
     def call(self, name: str, image: np.ndarray, params: Mapping[str, Any] | None = None,
-             refs: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, dict[str, Any], list[str]]:
+             refs: Sequence[np.ndarray] = (), *, scale: float = 1.0,
+             pins: Mapping[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any], list[str]]:
         """Validate and run one tool call; returns (output array, clean params, notes).
 
-        ``refs`` are the outputs of earlier steps of the same chain, for "step:N" parameters.
+        ``refs`` are the outputs of earlier steps of the same chain, for "step:N" parameters. ``scale`` and
+        ``pins`` are for the search's reduced copy and native crops: the parameters are validated as given
+        (for the photo), then pixel lengths scaled, and ``pins`` (from ``ToolSpec.pinned``) passed on.
         """
         spec = self.get(name)
         clean, notes = spec.validate(params)
-        args = dict(clean)
+        args = {**spec.at_scale(clean, scale), **(pins or {})}
         for p in spec.params:
             value = args.get(p.name)
             if isinstance(value, str) and p.type in ("mask", "image"):
