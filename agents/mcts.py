@@ -19,7 +19,7 @@ import hashlib
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -128,6 +128,7 @@ class _Search:
         self.scores: dict[tuple, float] = {}
         self.perceptions: dict[tuple, Perception] = {}
         self.statistics: dict[tuple, dict] = {}  # a state's raw statistics, read by the perceiver and the reward
+        self.path_tools: dict[tuple, frozenset[str]] = {}  # the tools already used on the way to a state
         self.hits = 0
         self.simulations = 0
         self.expensive = getattr(perceiver, "expensive", False)  # a vision brain: asked within a budget
@@ -139,8 +140,18 @@ class _Search:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops)
-            self.perceptions[key] = self.perceiver.perceive(stats, self.s.branching, self.tools.names(),
-                                                            image=state.preview, memory=tuple(self.memory))
+            # a plan applies each tool once, at the strength it chose: repeating one on the same path
+            # (sharpen after sharpen) only overshoots what one stronger proposal does
+            used = self.path_tools.get(key, frozenset())
+            names = self.tools.names()
+            if self.expensive:  # a model is offered the same toolbox everywhere; its repeats are dropped after
+                seen = self.perceiver.perceive(stats, self.s.branching, names, image=state.preview,
+                                               memory=tuple(self.memory))
+                seen = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
+            else:  # the rules fill their proposals from the tools not used yet
+                seen = self.perceiver.perceive(stats, self.s.branching, [n for n in names if n not in used],
+                                               image=state.preview, memory=tuple(self.memory))
+            self.perceptions[key] = seen
         return list(self.perceptions[key].actions)
 
     def perceive(self, node: TreeNode, parent: TreeNode | None) -> list[ToolCall]:
@@ -152,9 +163,10 @@ class _Search:
         return self._perception(node.key, node.state)
 
     def apply(self, key: tuple, state: State, call: ToolCall) -> tuple[tuple, State]:
-        key = key + (call.key(),)
+        parent, key = key, key + (call.key(),)
         if call is STOP:
             return key, state
+        self.path_tools.setdefault(key, self.path_tools.get(parent, frozenset()) | {call.tool})
         if key in self.states:
             self.hits += 1
         else:

@@ -28,6 +28,9 @@ OVER_BLACK = 0.08  # ... with the blacks lifted past this: over-exposure
 CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
 NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
+# No proposal more than doubles the tonal span in one edit: some photos are flat by nature (fog, the
+# moon's surface), and a flat photo made less flat is safe where one stretched to the full range is not.
+MAX_STRETCH = 2.0
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,9 @@ def _diagnose(stats: Mapping[str, float], scene: str) -> list[tuple[Finding, lis
            f"{COMPRESSED_RANGE} or the whites are at the top)")
     calls = []
     if flat:
-        gain = min(3.0, 0.9 / max(span, 0.1)) - 1
-        calls = (_at("auto_levels", "clip_percent", (0.3, 1.0), why) + _at("contrast", "amount", (gain * 0.5, gain), why)
+        gain = min(MAX_STRETCH, 0.9 / max(span, 0.1)) - 1
+        levels = _at("auto_levels", "clip_percent", (0.3, 1.0), why) if span * MAX_STRETCH >= 1.0 else []  # to 0..1
+        calls = (levels + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
                  + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 

@@ -43,16 +43,13 @@ def photo(width: int, height: int, name: str = "chelsea", dim: float = 0.55) -> 
     return (cv2.resize(img, (width, height), interpolation=cv2.INTER_CUBIC).clip(0, 1) * dim).astype(np.float32)
 
 
-def sims_per_second(img: np.ndarray, side: int, simulations: int = 20, repeats: int = 3) -> tuple[float, int]:
-    """The search's simulations per second, the median of ``repeats`` identical runs (the same tree each time)."""
+def sims_per_second(img: np.ndarray, side: int, simulations: int = 20) -> tuple[float, int]:
+    """The search's simulations per second in one run (the search alone, not the full-resolution re-runs)."""
     s = MCTSSettings(simulations=simulations, depth=3, max_steps=1, patience=1, preview_side=side, top_k=1,
                      time_budget_s=600)
-    rates = []
-    for _ in range(repeats):
-        result = mcts_enhance(img, TOOLS, REWARD, s)
-        search_s = sum(step.wall_ms for step in result.trace.steps if step.role == "planner") / 1000
-        rates.append(result.simulations / search_s)  # the search alone, not the full-resolution re-runs
-    return statistics.median(rates), result.simulations
+    result = mcts_enhance(img, TOOLS, REWARD, s)
+    search_s = sum(step.wall_ms for step in result.trace.steps if step.role == "planner") / 1000
+    return result.simulations / search_s, result.simulations
 
 
 def candidates(img: np.ndarray, n: int, seed: int = 0) -> list[list]:
@@ -134,14 +131,23 @@ def twelve_megapixels() -> None:
     print(f"   reward {result.score_before:.3f} -> {result.score_after:.3f}")
 
 
-def simulation_rate() -> None:
-    """Simulations per second at full, 1/2 and 1/4 resolution."""
+def simulation_rate(rounds: int = 5) -> None:
+    """Simulations per second at full, 1/2 and 1/4 resolution: the median of ``rounds`` runs each, the sizes
+    taken in turn within a round so that a busy moment of the machine does not fall on one size only."""
     big = degrade(degrade(photo(2048, 1365, dim=1.0), "dark and noisy", 0.5), "warm cast", 0.3)
-    print("2. simulations per second (depth 3, 20 simulations, 2048x1365 photo: dark, noisy and warm; median of 3 runs)")
-    rates = {}
-    for label, side in (("full (2048)", 2048), ("1/2 (1024)", 1024), ("1/4 (512)", 512)):
-        rates[side], sims = sims_per_second(big, side)
-        print(f"   {label:<12} {rates[side]:6.2f} sims/s ({sims} simulations)")
+    print(f"2. simulations per second (depth 3, 20 simulations, 2048x1365 photo: dark, noisy and warm; median of "
+          f"{rounds} runs, the sizes in turn)")
+    sides = {"full (2048)": 2048, "1/2 (1024)": 1024, "1/4 (512)": 512}
+    sims_per_second(big, 512)  # warm-up: imports and loaded models must not count against the first size
+    runs: dict[int, list[float]] = {side: [] for side in sides.values()}
+    for _ in range(rounds):
+        for side in sides.values():
+            rate, sims = sims_per_second(big, side)
+            runs[side].append(rate)
+    rates = {side: statistics.median(r) for side, r in runs.items()}
+    for label, side in sides.items():
+        print(f"   {label:<12} {rates[side]:6.2f} sims/s ({sims} simulations; runs from {min(runs[side]):.2f} "
+              f"to {max(runs[side]):.2f})")
     print(f"   1/4 runs {rates[512] / rates[2048]:.1f}x the simulations per second of full resolution")
 
 

@@ -15,11 +15,13 @@ def test_closer_needs_a_real_gain_and_no_real_loss():
 
 
 def test_a_degraded_photo_ends_closer_and_a_clean_one_untouched_at_matched_budgets():
-    rows = [bench.run_case(("chelsea", defect, 256, ("mcts", "greedy", "random"))) for defect in ("clean", "under-exposed")]
+    methods = ("mcts", "greedy", "random", "random-all")
+    rows = [bench.run_case(("chelsea", defect, 256, methods)) for defect in ("clean", "under-exposed")]
     clean, dim = rows
-    for method in ("mcts", "greedy", "random"):
+    for method in methods:
         assert clean["after"][method] == (1.0, 0.0), method  # SSIM 1, ΔE 0: not touched
         assert bench.closer(dim["before"], dim["after"][method]), method
-    assert dim["calls"]["random"] == dim["calls"]["mcts"] > 0  # random search gets exactly MCTS's count of tool calls
+    assert dim["calls"]["random"] == dim["calls"]["mcts"] > 0  # random search gets exactly MCTS's count of edits
+    assert dim["calls"]["random-all"] > dim["calls"]["mcts"]  # ... or of every call, the search's crops' included
     assert dim["calls"]["greedy"] <= dim["calls"]["mcts"]
     assert clean["calls"]["mcts"] == 0  # nothing proposed, nothing run

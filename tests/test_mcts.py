@@ -132,6 +132,21 @@ def test_search_crops_are_edited_as_parts_of_the_photo(call, photos):
     assert max(np.abs(a - b).mean() for a, b in zip(state.crops, truth)) < 0.01
 
 
+def test_a_search_path_applies_each_tool_once(photos):
+    """Sharpen after sharpen only overshoots what one stronger proposal does: on a blurred photo the tree's
+    second level never repeats its parent's tool, and the search keeps a gentle sharpen rather than none."""
+    tools = default_registry().subset(categories=["classic"])
+    import cv2
+
+    blurred = cv2.GaussianBlur(photos["camera"], (0, 0), 1.5)[:, :, None]
+    dim = mcts_enhance(blurred * 0.5, tools, settings=MCTSSettings(max_steps=1))  # two defects: a deeper tree
+    tree = dim.trees[0]
+    pairs = [(c["tool"], g["tool"]) for c in tree["children"] for g in c.get("children", []) if "tool" in c and "tool" in g]
+    assert pairs and all(parent != child for parent, child in pairs)
+    sharpened = mcts_enhance(blurred, tools, settings=MCTSSettings(max_steps=1))
+    assert [a.tool for a in sharpened.actions] == ["sharpen"]
+
+
 def test_the_search_reuses_the_perceivers_statistics_in_the_reward(photos):
     state = root_state(photos["chelsea"] * 0.5, 128)
     reward = ClassicReward()
@@ -254,6 +269,29 @@ def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(phot
     assert perceiver.calls == 3 and planner.outputs["perceiver_calls"] == 3  # root + 2 expanded states, then reuse
     scene = [s for s in result.trace.steps if s.role == "perceiver" and s.action.startswith("scene")][0]
     assert scene.outputs["source"] == "vision brain"
+
+
+def test_a_vision_perceiver_sees_the_whole_toolbox_and_its_repeats_on_a_path_are_dropped(photos):
+    """A model is offered the same tools at every state (so an answer naming a tool already on the path is
+    not a schema error that fails the run); the search drops such proposals itself."""
+    from edit_agents.agents.perceiver import Perception
+
+    class Insistent:  # a vision model that always wants the same two edits
+        expensive, offered = True, []
+
+        def perceive(self, stats, k, allowed, tried=(), *, image=None, memory=()):
+            self.offered.append(sorted(allowed))
+            return Perception("general", (), (ToolCall("vibrance", {"amount": 0.3}), ToolCall("exposure", {"stops": 0.3})))
+
+    tools = default_registry().subset(categories=["classic"])
+    perceiver = Insistent()
+    result = mcts_enhance(photos["coffee"] * 0.6, tools, settings=MCTSSettings(simulations=12, depth=3, max_steps=1,
+                                                                               preview_side=64, perceiver_calls=6),
+                          perceiver=perceiver)
+    assert len(perceiver.offered) > 1 and all(names == sorted(tools.names()) for names in perceiver.offered)
+    tree = result.trees[0]
+    pairs = [(c["tool"], g["tool"]) for c in tree["children"] for g in c.get("children", []) if "tool" in c and "tool" in g]
+    assert pairs and all(parent != child for parent, child in pairs)
 
 
 def test_rule_brain_serves_the_perceiver_offline_with_a_mood(photos):

@@ -54,3 +54,21 @@ def test_warm_light_is_kept_but_a_strong_cast_is_reduced_not_removed():
     tungsten = np.clip(chelsea * np.array([1.0, 0.85, 0.6], np.float32), 0, 1)
     wb = [a for a in RulePerceiver().perceive(image_statistics(tungsten), 6, CLASSIC).actions if a.tool == "white_balance"]
     assert wb and all(0 < a.params["strength"] < 1 for a in wb)  # some warmth stays: it may be the light
+
+
+@pytest.mark.parametrize("squeeze", [0.25, 0.35, 0.6])
+def test_no_low_contrast_proposal_more_than_doubles_the_tonal_span(squeeze):
+    """A photo can be flat by nature (fog, the moon's surface); made flatter still, it is made less flat, not
+    stretched to the full range: every proposal at most doubles the span, and auto levels (which maps the
+    span to 0..1) is proposed only where that is at most a doubling."""
+    tools = default_registry()
+    flat = rgb("coffee") * squeeze + 0.5 * (1 - squeeze)
+    stats = image_statistics(flat)
+    span = stats["white_level"] - stats["black_level"]
+    seen = RulePerceiver().perceive(stats, 8, CLASSIC)
+    assert [f.defect for f in seen.findings if f.check == "low contrast"] == [True]
+    assert any(a.tool == "contrast" for a in seen.actions)
+    assert any(a.tool == "auto_levels" for a in seen.actions) == (span >= 0.5)
+    for action in seen.actions:
+        after = image_statistics(tools.call(action.tool, flat, action.params)[0])
+        assert after["white_level"] - after["black_level"] <= 2.0 * span + 0.02, action.label()
