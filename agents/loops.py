@@ -204,6 +204,7 @@ class ClosedLoopResult:
     tool_calls: int
     history: HistoryContext
     trace: Trace = field(repr=False, default_factory=Trace)
+    unjudged: list[int] = field(default_factory=list)  # subtasks no expert could judge (never accepted)
 
 
 @dataclass
@@ -216,6 +217,7 @@ class ClosedLoopState:
     history: HistoryContext = field(default_factory=HistoryContext)
     attempts: list[Attempt] = field(default_factory=list)
     accepted: list[bool] = field(default_factory=list)
+    unjudged: list[int] = field(default_factory=list)
     error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
     started: float = field(default_factory=time.perf_counter)
 
@@ -264,11 +266,16 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
         history.add("attempt", f"subtask {sub.index} attempt {n}: {', '.join(c.label() for c in chain)}; "
                                f"negative: {feedback.negative or '-'}", score=feedback.score)
         previous = chain
-        if feedback.score >= settings.accept_score:
+        # accepted, or not judged at all: a new attempt would not be judged either
+        if not feedback.judged or feedback.score >= settings.accept_score:
             break
     best = max(tries, key=lambda a: a.score)
-    ok = best.score >= settings.accept_score
-    state.trace.add("loop", "imagagent", f"subtask {sub.index}: {'accept' if ok else 'keep the best of'} attempt "
+    ok = best.feedback.judged and best.score >= settings.accept_score
+    if not best.feedback.judged:
+        state.unjudged.append(sub.index)
+    verdict = (f"unjudged: no expert could tell whether '{sub.goal}' was done; keeping" if not best.feedback.judged
+               else "accept" if ok else "keep the best of")
+    state.trace.add("loop", "imagagent", f"subtask {sub.index}: {verdict} attempt "
                                          f"{best.number} (score {best.score:.1f})", subtask=sub.index,
                     scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]},
                     preview=best.image)
@@ -297,11 +304,12 @@ async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistr
 
 def closed_loop_result(state: ClosedLoopState) -> ClosedLoopResult:
     calls = sum(len(a.chain) for a in state.attempts)
-    state.trace.summary = {"subtasks": len(state.plan.subtasks), "accepted": state.accepted,
+    state.trace.summary = {"subtasks": len(state.plan.subtasks), "accepted": state.accepted, "unjudged": state.unjudged,
                            "attempts": len(state.attempts), "tool_calls": calls, "unsupported": state.plan.unsupported,
                            "plan": state.plan.summary(), "wall_s": round(time.perf_counter() - state.started, 3),
                            **({"error": state.error} if state.error else {})}
-    return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace)
+    return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace,
+                            state.unjudged)
 
 
 async def run_closed_loop(image: np.ndarray, request: EditRequest, tools: ToolRegistry, planner: Brain, executor: Brain,

@@ -119,6 +119,7 @@ class Critique:
     positive: str = ""
     negative: str = ""
     subtask: int | None = None
+    judged: bool = True  # False: this expert could not tell from the images whether the subtask was done
 
 
 @dataclass
@@ -129,6 +130,7 @@ class Feedback:
     questions: list[Question] = field(default_factory=list)
     per_subtask: dict[int, str] = field(default_factory=dict)  # CCA: the report split per subtask
     experts: list[Critique] = field(default_factory=list)  # who said what
+    judged: bool = True  # False: no expert could tell whether the edit did what was asked (never accepted)
 
     def yes_fraction(self) -> float:
         judged = [q for q in self.questions if q.answer != "unknown"]

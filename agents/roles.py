@@ -146,7 +146,23 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
             where.trace.add("executor", where.agent, "clamped: " + "; ".join(notes), round=where.round,
                             subtask=where.subtask, attempt=where.attempt, outputs={"notes": notes})
         validated.append(ToolCall(call.tool, clean, call.rationale, call.source))
+    negative = str((feedback or {}).get("negative") or "").strip()
+    if negative:
+        validated = [_avoiding(tools, call, negative, where) for call in validated]
     return validated
+
+
+def _avoiding(tools: ToolRegistry, call: ToolCall, negative: str, where: Where) -> ToolCall:
+    """The last attempt's negative feedback added to a generative step's negative prompt (IMAGAgent: F_neg is
+    written to be usable as one), whatever the executor put there."""
+    if "negative_prompt" not in {p.name for p in tools.get(call.tool).params}:
+        return call
+    parts = [p.strip() for p in f"{call.params.get('negative_prompt') or ''},{negative}".replace(";", ",").split(",")]
+    merged = ", ".join(dict.fromkeys(p for p in parts if p))
+    where.trace.add("executor", where.agent, f"{call.tool}: the last attempt's negative feedback joins its negative "
+                                             "prompt", round=where.round, subtask=where.subtask, attempt=where.attempt,
+                    outputs={"negative_prompt": merged})
+    return ToolCall(call.tool, {**call.params, "negative_prompt": merged}, call.rationale, call.source)
 
 
 def _subtask_feedback_text(fb: dict[str, Any] | None) -> str:
@@ -218,24 +234,40 @@ def subtask_feedback(fb: Feedback | None, index: int) -> dict[str, Any] | None:
 
 async def critique(brain: Brain, expert: str, subtask: Subtask, before: np.ndarray, after: np.ndarray,
                    where: Where) -> Critique:
-    req = BrainRequest(role="expert", system=prompt("expert", expert=expert),
+    rubric = f"expert_{expert}" if (PROMPTS / f"expert_{expert}.md").is_file() else "expert_any"  # a custom panel
+    req = BrainRequest(role="expert", system=prompt("expert", expert=expert, rubric=prompt(rubric)),
                        text=f"Subtask: {subtask.goal} (tool {subtask.tool})", schema=schemas.EXPERT,
                        images=[before, after], context={"expert": expert, "subtask": subtask})
     data = (await _ask(brain, req, where, f"expert {expert} on subtask {subtask.index}")).data
     return Critique(expert=expert, score=float(data["score"]), positive=data["positive"], negative=data["negative"],
-                    subtask=subtask.index)
+                    subtask=subtask.index, judged=bool(data.get("judged", True)))
+
+
+def verdict(critiques: list[Critique]) -> tuple[float, bool]:
+    """IMAGAgent's S: the mean score of the experts who could judge, and whether the subtask was judged at all.
+
+    Only an intent expert can say whether the edit did what was asked: when the panel has one and it could
+    not judge, quality and fidelity alone do not make the subtask done.
+    """
+    judged = [c for c in critiques if c.judged]
+    intent = [c for c in critiques if c.expert == "intent"]
+    is_judged = bool(judged) and (not intent or any(c.judged for c in intent))
+    return (round(sum(c.score for c in judged) / len(judged), 3) if judged else 0.0), is_judged
 
 
 async def aggregate(brain: Brain, critiques: list[Critique], where: Where) -> Feedback:
+    """The aggregator brain merges the critiques' text; the score is ``verdict``, computed here, not asked for."""
     if not critiques:
         raise ValueError("the aggregator needs at least one critique")
+    score, judged = verdict(critiques)
     req = BrainRequest(role="aggregator", system=prompt("aggregator"),
-                       text="\n".join(f"- {c.expert}: score {c.score:.1f}; positive: {c.positive or '-'}; "
-                                      f"negative: {c.negative or '-'}" for c in critiques),
+                       text="\n".join(f"- {c.expert}: " + (f"score {c.score:.1f}" if c.judged else "could not judge")
+                                      + f"; positive: {c.positive or '-'}; negative: {c.negative or '-'}"
+                                      for c in critiques),
                        schema=schemas.AGGREGATE, context={"critiques": critiques})
     data = (await _ask(brain, req, where, f"aggregate {len(critiques)} critiques")).data
-    return Feedback(score=float(data["score"]), positive=data["positive"], negative=data["negative"],
-                    experts=list(critiques))
+    return Feedback(score=score, positive=data["positive"], negative=data["negative"], experts=list(critiques),
+                    judged=judged)
 
 
 # -- quality competitor ---------------------------------------------------------------------
@@ -282,4 +314,4 @@ async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int,
 
 
 __all__ = ["Where", "aggregate", "compete", "critique", "discriminate", "execute", "perceive", "plan", "prompt",
-           "run_chain", "subtask_feedback"]
+           "run_chain", "subtask_feedback", "verdict"]

@@ -349,7 +349,8 @@ class RuleBrain:
                     "negative": "" if ok else f"too much of the photo changed (structure similarity {sim:.2f}); too strong"}, []
         chk = intent_check(subtask.tool, subtask.goal, before.shape[1::-1])
         if not chk:
-            return {"score": 5.0, "positive": "", "negative": f"cannot measure '{subtask.goal}' offline; unknown"}, \
+            return {"score": 0.0, "judged": False, "positive": "",
+                    "negative": f"cannot measure '{subtask.goal}' offline; unknown"}, \
                    [f"{name}: cannot judge '{subtask.goal}' without a VLM brain"]
         mb, ma = measure(before), measure(after)
         ans, why, achieved = run_check(chk, mb, ma, before, after)
@@ -363,11 +364,9 @@ class RuleBrain:
                 "negative": f"{why}: not enough, too weak"}, []
 
     def _aggregator(self, ctx: dict, images: list) -> tuple[dict, list[str]]:
-        critiques = ctx["critiques"]
-        score = sum(c.score for c in critiques) / len(critiques)
+        critiques = ctx["critiques"]  # the text merged; the score is computed by roles.verdict, not here
         join = lambda items: "; ".join(dict.fromkeys(i for i in items if i))  # noqa: E731  (union, order kept)
-        return {"score": round(score, 3), "positive": join(c.positive for c in critiques),
-                "negative": join(c.negative for c in critiques)}, []
+        return {"positive": join(c.positive for c in critiques), "negative": join(c.negative for c in critiques)}, []
 
     def _competitor(self, ctx: dict, images: list) -> tuple[dict, list[str]]:
         cands = ctx["candidates"]

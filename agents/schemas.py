@@ -58,10 +58,13 @@ ANSWERS = {"type": "object", "additionalProperties": False, "required": ["answer
             "answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT}}},
     "quality": SCORE}}
 
+# "judged": false when the images cannot show whether the subtask was done (the score is then not counted)
 EXPERT = {"type": "object", "additionalProperties": False, "required": ["score", "positive", "negative"],
-          "properties": {"score": SCORE, "positive": TEXT, "negative": TEXT}}
+          "properties": {"score": SCORE, "positive": TEXT, "negative": TEXT, "judged": {"type": "boolean"}}}
 
-AGGREGATE = EXPERT
+# the aggregator merges the experts' text; the verdict S is their mean score, computed in code (IMAGAgent eq. 5)
+AGGREGATE = {"type": "object", "additionalProperties": False, "required": ["positive", "negative"],
+             "properties": {"positive": TEXT, "negative": TEXT}}
 
 COMPETE = {"type": "object", "additionalProperties": False, "required": ["best", "stop"], "properties": {
     "best": {"type": "integer", "minimum": 0}, "stop": {"type": "boolean"}, "reason": TEXT}}

@@ -72,20 +72,25 @@ class ClosedLoopStep(io.ComfyNode):
         state["trace"] = trace
         state["tries"] = state["tries"] + [feedback]
         state["images"] = state["images"] + [feedback.image]
-        if not accepted and state["attempt"] + 1 < cfg["max_attempts"]:
+        # an attempt no expert could judge is not retried: the next one could not be judged either
+        if not accepted and feedback.feedback.judged and state["attempt"] + 1 < cfg["max_attempts"]:
             state["attempt"] += 1
             return expand_attempt(graph, cfg, state, feedback)  # retry with this attempt's feedback
         best = max(state["tries"], key=lambda h: h.feedback.score)
-        ok = best.feedback.score >= cfg["accept_score"]
+        ok = best.feedback.judged and best.feedback.score >= cfg["accept_score"]
         sub = state["plan"].subtasks[state["subtask"]]
-        trace.add("loop", "imagagent", f"subtask {sub.index}: {'accept' if ok else 'keep the best of'} "
-                                       f"{len(state['tries'])} attempt(s) (score {best.feedback.score:.1f})",
+        verdict = ("unjudged: no expert could tell whether it was done; keeping" if not best.feedback.judged
+                   else "accept" if ok else "keep the best of")
+        trace.add("loop", "imagagent", f"subtask {sub.index}: {verdict} {len(state['tries'])} attempt(s) "
+                                       f"(score {best.feedback.score:.1f})",
                   subtask=sub.index, scores={"score": best.feedback.score}, preview=best.image)
         state.update(current=best.image, accepted=state["accepted"] + [ok], tries=[], attempt=0,
-                     subtask=state["subtask"] + 1)
+                     subtask=state["subtask"] + 1,
+                     unjudged=state.get("unjudged", []) + ([sub.index] if not best.feedback.judged else []))
         if state["subtask"] < len(state["plan"].subtasks):
             return expand_attempt(graph, cfg, state, None)
         trace.summary = {"subtasks": len(state["plan"].subtasks), "accepted": state["accepted"],
+                         "unjudged": state.get("unjudged", []),
                          "attempts": len(state["images"]), "unsupported": state["plan"].unsupported,
                          "plan": state["plan"].summary(), "mode": "role nodes"}
         return io.NodeOutput(arrays_to_image_batch([state["current"]]), arrays_to_image_batch(state["images"]), trace,

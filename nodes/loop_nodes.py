@@ -157,8 +157,10 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
         return io.Schema(
             node_id="EditAgentsClosedLoop", display_name="Closed Loop (IMAGAgent)", category=CATEGORY,
             description="Plan, execute, reflect: a constraint-aware plan; per subtask up to tau_it attempts, each judged "
-                        "by a panel of three experts (intent, quality, fidelity) whose views an aggregator merges into "
-                        "one score; accepted at tau_sr, otherwise the best attempt is kept. History feeds every step.",
+                        "by a panel of three experts (intent, quality, fidelity), each with its own rubric; the score S is "
+                        "their mean and an aggregator merges their text; accepted at tau_sr, otherwise the best attempt "
+                        "is kept; a subtask whose intent no expert could judge is kept but reported as not judged. "
+                        "History feeds every step.",
             inputs=[
                 io.Image.Input("image", tooltip="The photo to edit."),
                 io.String.Input("instruction", default="make it warmer and sharper", multiline=True, tooltip="The edit request."),
@@ -237,6 +239,8 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
         last = result.attempts[-1].feedback if result.attempts else Feedback(score=0.0, negative="nothing to do")
         handoff = Handoff(request, result.plan, [a.chain for a in result.attempts], result.image, last)
         summary = f"{len(result.plan.subtasks)} subtask(s), {len(result.attempts)} attempt(s), accepted {result.accepted}"
+        if result.unjudged:
+            summary += f"; not judged (no expert could tell whether they were done): subtask(s) {result.unjudged}"
         if result.plan.unsupported:
             summary += f"; cannot do: {'; '.join(result.plan.unsupported)}"
         return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(images), result.trace, handoff,

@@ -159,7 +159,8 @@ class Critic(Rerunnable, io.ComfyNode):
             node_id="EditAgentsCritic", display_name="Critic", category=CATEGORY,
             description="Judges an edit. Discriminator (CCA): writes Yes/No questions from the request, answers them on "
                         "the edited image, adds a quality score and splits the report per subtask. Expert (IMAGAgent): "
-                        "a score with positive and negative prompts for each subtask.",
+                        "a score with positive and negative prompts for each subtask, under the expert's own rubric "
+                        "(intent, quality, fidelity), or word that it cannot judge.",
             inputs=[
                 io.Image.Input("original", tooltip="The photo before the edit."),
                 PLAN.Input("plan", tooltip="The Executor's plan output (it carries the edited image and the chains)."),
@@ -197,14 +198,16 @@ def _merge_critiques(crits: list[Critique]) -> Feedback:
     if not crits:
         return Feedback(score=0.0, negative="nothing was planned, so nothing was done")
     join = lambda items: "; ".join(dict.fromkeys(i for i in items if i))  # noqa: E731
-    return Feedback(score=round(sum(c.score for c in crits) / len(crits), 3), positive=join(c.positive for c in crits),
-                    negative=join(c.negative for c in crits), experts=list(crits))
+    score, judged = roles.verdict(crits)  # the critiques this expert could judge
+    return Feedback(score=score, positive=join(c.positive for c in crits), negative=join(c.negative for c in crits),
+                    experts=list(crits), judged=judged)
 
 
 def _feedback_text(fb: Feedback) -> str:
     lines = [f"score {fb.score:.1f}/10"]
     lines += [f"{q.answer:>7}: {q.text} ({q.explanation})" for q in fb.questions]
-    lines += [f"{c.expert}: {c.score:.1f} + {c.positive or '-'} / - {c.negative or '-'}" for c in fb.experts]
+    lines += [f"{c.expert}: {c.score:.1f} + {c.positive or '-'} / - {c.negative or '-'}" if c.judged
+              else f"{c.expert}: could not judge ({c.negative or '-'})" for c in fb.experts]
     if fb.negative and not fb.questions:
         lines.append(f"negative: {fb.negative}")
     return "\n".join(lines)
@@ -215,8 +218,9 @@ class Aggregator(Rerunnable, io.ComfyNode):
     def define_schema(cls):
         return io.Schema(
             node_id="EditAgentsAggregator", display_name="Aggregator", category=CATEGORY,
-            description="Merge critiques (IMAGAgent): several experts' views of one edit become one verdict, no point "
-                        "added or dropped; accepted when the score reaches the threshold. Pick the best (CCA's quality "
+            description="Merge critiques (IMAGAgent): the brain merges several experts' text on one edit, no point "
+                        "added or dropped; the score is the mean of the experts who could judge, computed, not asked; "
+                        "accepted when the intent could be judged and the score reaches the threshold. Pick the best (CCA's quality "
                         "competitor): several candidates' feedback in, the best one out, and whether to stop.",
             inputs=[
                 FEEDBACK.Input("feedback_1", tooltip="A Critic's feedback."),
@@ -244,13 +248,15 @@ class Aggregator(Rerunnable, io.ComfyNode):
         try:
             if mode.startswith("merge"):
                 crits = [c for f in given for c in (f.feedback.experts or [Critique("critic", f.feedback.score,
-                                                                                    f.feedback.positive, f.feedback.negative)])]
+                                                                                    f.feedback.positive, f.feedback.negative,
+                                                                                    judged=f.feedback.judged)])]
                 fb = await roles.aggregate(b, crits, where(tr, "aggregator", round=given[0].round))
                 first = given[0]
                 out = Handoff(first.request, first.plan, first.chains, first.image,
                               Feedback(fb.score, fb.positive, fb.negative, first.feedback.questions,
-                                       first.feedback.per_subtask, fb.experts), first.agent, first.round)
-                accepted = fb.score >= accept_score
+                                       first.feedback.per_subtask, fb.experts, judged=fb.judged),
+                              first.agent, first.round)
+                accepted = fb.judged and fb.score >= accept_score
             else:
                 pick, stop, _ = await roles.compete(b, [f.candidate() for f in given], accept_score,
                                                     where(tr, "competitor", round=given[0].round))

@@ -43,6 +43,10 @@ class Seen:
             return fmt["json_schema"]["name"]
         return self.body["messages"][0]["content"].split("\n", 1)[0]
 
+    def system_text(self) -> str:
+        content = self.body["messages"][0]["content"]
+        return content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+
     def user_text(self) -> str:
         content = self.body["messages"][1]["content"]
         return " ".join(p.get("text", "") for p in content if p.get("type") == "text")

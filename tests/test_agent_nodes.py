@@ -107,6 +107,22 @@ def test_closed_loop_node_offline(comfy, photo):
     result = comfy.call("run", prompt)
     summary = trace_of(result)["summary"]
     assert summary["accepted"] == [True, True] and summary["unsupported"]  # honest about the hat
+    assert summary["unjudged"] == []
+
+
+def test_closed_loop_node_reports_a_subtask_no_expert_could_judge(comfy, photo):
+    prompt = {
+        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "l": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["1", 0], "instruction": "give it a cinematic colour grade", "max_attempts": 3,
+            "accept_score": 7.0, "rerun_every_time": False}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
+    }
+    result = comfy.call("run", prompt)
+    summary = trace_of(result)["summary"]
+    assert summary["accepted"] == [False] and summary["unjudged"] == [0] and summary["attempts"] == 1
+    text = " ".join(t for o in result.outputs.values() for t in o.get("text", []))
+    assert "not judged" in text
 
 
 def test_loops_follow_the_scripted_endpoint(comfy, photo, llm):

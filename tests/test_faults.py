@@ -69,7 +69,7 @@ def test_endpoint_dies_mid_cca_loop_keep_best_or_fail(comfy, photo, llm):
 
 
 def test_endpoint_dies_mid_closed_loop_keeps_the_subtasks_done(comfy, photo, llm):
-    llm.reset(responder=dies_after(1, Reply({"score": 8.0, "positive": "good", "negative": ""})))
+    llm.reset(responder=dies_after(1, Reply({"positive": "good", "negative": ""})))  # the aggregator merges text only
     prompt = {
         "img": {"class_type": "LoadImage", "inputs": {"image": photo}},
         "agg": llm_brain(llm.url),

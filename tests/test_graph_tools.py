@@ -151,6 +151,25 @@ def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, c
     assert any(n.endswith("s1.a0.fidelity") for n in ran), sorted(ran)
 
 
+def test_role_nodes_report_a_subtask_no_expert_could_judge(comfy, comfy_server, cup):
+    """The role-node runner of the closed loop (a graph tool connected) reaches the same verdict as the
+    in-process one: the offline intent expert cannot judge a cinematic grade, so it is kept, not accepted."""
+    prompt = graph_tool_prompt(cup, [], params=PARAMS)
+    del prompt["3"], prompt["4"], prompt["5"]
+    prompt.update({
+        "c": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["1", 0], "instruction": "give it a cinematic colour grade", "toolbox": ["2", 0], "max_attempts": 2,
+            "accept_score": 7.0, "rerun_every_time": True}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c", 2]}},
+    })
+    result = comfy.call("run", prompt)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    summary = trace["summary"]
+    assert summary["mode"] == "role nodes" and summary["accepted"] == [False] and summary["unjudged"] == [0]
+    assert summary["attempts"] == 1  # not retried: the next attempt could not be judged either
+    assert any("unjudged" in s["action"] for s in trace["steps"] if s["role"] == "loop")
+
+
 def test_shipped_graph_tool_workflow_has_the_agent_call_the_sub_graph(comfy, comfy_server, cup, object_info):
     from edit_agents.cli.workflow import set_image, ui_to_api
     from helpers import WORKFLOWS, load_json

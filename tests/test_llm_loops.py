@@ -22,7 +22,7 @@ ANSWERS = {
                 "quality": 8.5},
     "competitor": {"best": 1, "stop": True, "reason": "the second is cleaner"},
     "expert": {"score": 8, "positive": "nice", "negative": ""},
-    "aggregator": {"score": 8, "positive": "nice", "negative": ""},
+    "aggregator": {"positive": "nice", "negative": ""},  # text only: the verdict is the experts' mean
 }
 
 
@@ -72,12 +72,16 @@ def test_closed_loop_follows_the_endpoint_and_experts_overlap(llm, photos):
 
 
 def test_closed_loop_retries_on_low_scores_with_the_feedback(llm, photos):
-    scores = iter([3, 9])
+    experts_asked = []
 
     def low_then_high(seen):
-        if seen.role == "aggregator":
-            s = next(scores)
+        if seen.role == "expert":  # the first attempt's three experts say 3, the second's 9
+            experts_asked.append(seen)
+            s = 3 if len(experts_asked) <= 3 else 9
             return Reply({"score": s, "positive": "", "negative": "" if s > 7 else "not warm enough"})
+        if seen.role == "aggregator":
+            low = "could not judge" not in seen.user_text() and "score 3.0" in seen.user_text()
+            return Reply({"positive": "", "negative": "not warm enough" if low else ""})
         if seen.role == "planner":
             return Reply({"subtasks": [{"goal": "warm the light", "tool": "temperature_tint"}]})
         return respond(seen)
@@ -85,9 +89,66 @@ def test_closed_loop_retries_on_low_scores_with_the_feedback(llm, photos):
     b = brain(llm)
     result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, b, b, [b], b))
     assert len(result.attempts) == 2 and result.accepted == [True]
+    assert [a.score for a in result.attempts] == [3.0, 9.0]  # S is the experts' mean, computed in code
     second_executor = [s for s in llm.seen if s.role == "executor"][1]
     assert "not warm enough" in second_executor.user_text()  # the feedback reached the executor
     assert np.isfinite(result.image).all()
+
+
+def test_the_verdict_is_the_experts_mean_whatever_the_aggregator_says_and_an_unjudged_subtask_is_not_accepted(llm, photos):
+    """IMAGAgent's S is the mean of the expert scores: computed in code, the aggregator only merges the text.
+    An intent expert that cannot tell whether the subtask was done makes it unjudged: not accepted, not
+    retried, and said so in the trace, however well quality and fidelity score."""
+    def responder(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "give it a cinematic grade", "tool": "split_toning"}]})
+        if seen.role == "executor":
+            return Reply({"steps": [{"tool": "split_toning", "params": {"strength": 0.3}}]})
+        if seen.role == "expert":
+            unsure = "semantic alignment" in seen.system_text().lower()  # the intent expert's rubric
+            return Reply({"score": 0 if unsure else 9, "judged": not unsure, "positive": "clean", "negative": ""})
+        return Reply({"positive": "clean", "negative": ""})
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("cinematic"), TOOLS, b, b, [b], b))
+    assert result.accepted == [False] and result.unjudged == [0] and len(result.attempts) == 1
+    assert result.attempts[0].score == 9.0  # quality and fidelity's mean; the unjudged intent is not counted
+    assert any("unjudged" in s.action for s in result.trace.steps if s.role == "loop")
+    assert result.trace.summary["unjudged"] == [0]
+    rubrics = {s.system_text() for s in llm.seen if s.role == "expert"}
+    assert len(rubrics) == 3  # intent, quality and fidelity each judge by their own rubric
+
+
+def test_negative_feedback_becomes_the_negative_prompt_of_the_next_attempt(llm, photos):
+    from edit_agents.tools import ToolRegistry
+    from edit_agents.tools.spec import Param, ToolSpec
+
+    painted = []
+
+    def paint(img, prompt="", negative_prompt=""):  # stands in for a generative tool: records what it was given
+        painted.append(negative_prompt)
+        return img
+    tools = ToolRegistry([ToolSpec("paint", "Repaint a region.", "Test tool.",
+                                   (Param("prompt", "string", "what to paint", default=""),
+                                    Param("negative_prompt", "string", "what to avoid", default="")), paint)])
+    experts_asked = []
+
+    def responder(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "paint a sunset sky", "tool": "paint"}]})
+        if seen.role == "executor":
+            return Reply({"steps": [{"tool": "paint", "params": {"prompt": "sunset", "negative_prompt": "blurry"}}]})
+        if seen.role == "expert":
+            experts_asked.append(seen)
+            low = len(experts_asked) <= 3
+            return Reply({"score": 3 if low else 9, "positive": "", "negative": "halo; extra sun" if low else ""})
+        return Reply({"positive": "", "negative": "halo; extra sun" if "score 3.0" in seen.user_text() else ""})
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("a sunset sky"), tools, b, b, [b], b))
+    assert len(result.attempts) == 2 and result.accepted == [True]
+    assert painted == ["blurry", "blurry, halo, extra sun"]  # the executor's own negatives kept, the feedback added
+    assert any("negative prompt" in s.action for s in result.trace.steps if s.role == "executor")
 
 
 def test_the_key_never_enters_the_trace(llm, photos, monkeypatch):

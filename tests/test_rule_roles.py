@@ -130,6 +130,20 @@ def test_experts_and_aggregator(photos):
     assert len(fb.experts) == 3
 
 
+def test_a_grade_the_rule_critics_cannot_measure_is_unjudged_not_accepted(photos):
+    """Offline, no expert can tell whether a "cinematic colour grade" happened: the subtask is kept but reported
+    as not judged (it used to be accepted on the quality and fidelity scores alone)."""
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("give it a cinematic colour grade"), TOOLS, RB, RB,
+                                 [RB], RB, ClosedLoopSettings()))
+    assert [s.tool for s in result.plan.subtasks] == ["split_toning"]
+    assert result.accepted == [False] and result.unjudged == [0] and len(result.attempts) == 1
+    experts = result.attempts[0].feedback.experts
+    assert [c.judged for c in experts] == [False, True, True]  # intent could not judge; quality and fidelity did
+    assert result.attempts[0].score == pytest.approx((experts[1].score + experts[2].score) / 2, abs=1e-3)
+    bright = run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), TOOLS, RB, RB, [RB], RB))
+    assert bright.unjudged == [] and bright.accepted == [True]  # a measurable subtask is judged as before
+
+
 def test_competitor_picks_and_stops(photos):
     from edit_agents.agents.records import Feedback, Question
     img = photos["coffee"]
