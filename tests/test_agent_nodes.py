@@ -95,15 +95,19 @@ def test_cca_loop_node_offline_stops_early(comfy, photo):
     assert any(e["type"] == "progress" and e["data"]["node"] == "l" for e in events)
 
 
-def test_closed_loop_node_offline(comfy, photo):
-    prompt = {
+def closed_loop_offline(photo: str, instruction: str) -> dict:
+    return {
         "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
         "l": {"class_type": "EditAgentsClosedLoop", "inputs": {
-            "image": ["1", 0], "instruction": "warmer and sharper, then add a hat", "max_attempts": 3,
-            "accept_score": 7.0, "rerun_every_time": False}},
+            "image": ["1", 0], "instruction": instruction, "max_attempts": 3, "accept_score": 7.0,
+            "rerun_every_time": False}},
         "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
-        "s": {"class_type": "PreviewImage", "inputs": {"images": ["l", 1]}},
     }
+
+
+def test_closed_loop_node_offline(comfy, photo):
+    prompt = closed_loop_offline(photo, "warmer and sharper, then add a hat")
+    prompt["s"] = {"class_type": "PreviewImage", "inputs": {"images": ["l", 1]}}
     result = comfy.call("run", prompt)
     summary = trace_of(result)["summary"]
     assert summary["accepted"] == [True, True] and summary["unsupported"]  # honest about the hat
@@ -111,14 +115,7 @@ def test_closed_loop_node_offline(comfy, photo):
 
 
 def test_closed_loop_node_reports_a_subtask_no_expert_could_judge(comfy, photo):
-    prompt = {
-        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
-        "l": {"class_type": "EditAgentsClosedLoop", "inputs": {
-            "image": ["1", 0], "instruction": "give it a cinematic colour grade", "max_attempts": 3,
-            "accept_score": 7.0, "rerun_every_time": False}},
-        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
-    }
-    result = comfy.call("run", prompt)
+    result = comfy.call("run", closed_loop_offline(photo, "give it a cinematic colour grade"))
     summary = trace_of(result)["summary"]
     assert summary["accepted"] == [False] and summary["unjudged"] == [0] and summary["attempts"] == 1
     text = " ".join(t for o in result.outputs.values() for t in o.get("text", []))

@@ -127,17 +127,23 @@ def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup)
     assert any(n.endswith("r1.generator-2.critic") for n in ran) and any(".12" in n for n in ran)
 
 
-def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup):
-    params = {**PARAMS, "scale": {**PARAMS["scale"], "default": 0.5}}
+def closed_loop_with_graph_tool(cup, instruction: str, params=PARAMS) -> dict:
+    """The Closed Loop node with a toolbox holding the scale graph tool (so it runs as role nodes)."""
     prompt = graph_tool_prompt(cup, [], params=params)
     del prompt["3"], prompt["4"], prompt["5"]
     prompt.update({
         "c": {"class_type": "EditAgentsClosedLoop", "inputs": {
-            "image": ["1", 0], "instruction": "warmer, then scale and blur", "toolbox": ["2", 0], "max_attempts": 2,
+            "image": ["1", 0], "instruction": instruction, "toolbox": ["2", 0], "max_attempts": 2,
             "accept_score": 7.0, "rerun_every_time": True}},
-        "s": {"class_type": "SaveImage", "inputs": {"images": ["c", 0], "filename_prefix": "closed_graph"}},
         "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c", 2]}},
     })
+    return prompt
+
+
+def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup):
+    prompt = closed_loop_with_graph_tool(cup, "warmer, then scale and blur",
+                                         {**PARAMS, "scale": {**PARAMS["scale"], "default": 0.5}})
+    prompt["s"] = {"class_type": "SaveImage", "inputs": {"images": ["c", 0], "filename_prefix": "closed_graph"}}
     events = []
     result = comfy.call("run", prompt, on_event=events.append)
     saved = next(i for o in result.outputs.values() for i in o.get("images", []) if i["type"] == "output")
@@ -154,15 +160,7 @@ def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, c
 def test_role_nodes_report_a_subtask_no_expert_could_judge(comfy, comfy_server, cup):
     """The role-node runner of the closed loop (a graph tool connected) reaches the same verdict as the
     in-process one: the offline intent expert cannot judge a cinematic grade, so it is kept, not accepted."""
-    prompt = graph_tool_prompt(cup, [], params=PARAMS)
-    del prompt["3"], prompt["4"], prompt["5"]
-    prompt.update({
-        "c": {"class_type": "EditAgentsClosedLoop", "inputs": {
-            "image": ["1", 0], "instruction": "give it a cinematic colour grade", "toolbox": ["2", 0], "max_attempts": 2,
-            "accept_score": 7.0, "rerun_every_time": True}},
-        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["c", 2]}},
-    })
-    result = comfy.call("run", prompt)
+    result = comfy.call("run", closed_loop_with_graph_tool(cup, "give it a cinematic colour grade"))
     trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
     summary = trace["summary"]
     assert summary["mode"] == "role nodes" and summary["accepted"] == [False] and summary["unjudged"] == [0]
