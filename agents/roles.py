@@ -284,7 +284,13 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
                        schema=schema, images=[c.image for c in candidates],
                        context={"candidates": rows, "min_score": min_score})
     data = (await _ask(brain, req, where, f"pick the best of {len(candidates)} candidates")).data
-    return int(data["best"]), bool(data["stop"]), data.get("reason", "")
+    best, stop, reason = int(data["best"]), bool(data["stop"]), data.get("reason", "")
+    missing = candidates[best].plan.unsupported
+    if stop and missing:  # a request with a part no tool could do is not satisfied, whatever the brain says
+        stop, reason = False, f"{reason}; not done: {'; '.join(missing)}".lstrip("; ")
+        where.trace.add("competitor", where.agent, f"no early stop: part of the request is not done ({'; '.join(missing)})",
+                        round=where.round, outputs={"unsupported": list(missing)})
+    return best, stop, reason
 
 
 # -- perceiver ----------------------------------------------------------------------------

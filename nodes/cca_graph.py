@@ -85,10 +85,12 @@ class CCARoundEnd(io.ComfyNode):
         calls = sum(len(c) for c in best.chains)
         trace.summary = {"rounds": rnd + 1, "stopped_early": bool(accepted and cfg["early_stop"] and rnd + 1 < cfg["rounds"]),
                          "best": {"agent": best.agent, "score": best.feedback.score if best.feedback else None,
-                                  "plan": best.plan.summary()}, "tool_calls_of_best": calls, "mode": "role nodes"}
+                                  "plan": best.plan.summary()}, "tool_calls_of_best": calls, "mode": "role nodes",
+                         "unsupported": best.plan.unsupported}
+        missing = f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else ""
         return io.NodeOutput(arrays_to_image_batch([best.image]), arrays_to_image_batch(bests), trace, best,
                              ui={"text": [f"{rnd + 1} round(s) as role nodes; best {best.agent}, score "
-                                          f"{best.feedback.score:.1f}"]})
+                                          f"{best.feedback.score:.1f}{missing}"]})
 
 
 def _next_round(h: Handoff, agent: str, rnd: int) -> Handoff:

@@ -147,6 +147,7 @@ class CCALoop(Rerunnable, io.ComfyNode):
                              ui={"text": [f"{result.rounds} round(s), {result.tool_calls} tool calls, best: {best.agent} "
                                           f"round {best.round}, score {best.feedback.score:.1f}"
                                           + (" (stopped early)" if result.stopped_early else "")
+                                          + (f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else "")
                                           + (f"; stopped: {result.trace.summary['error']}" if "error" in result.trace.summary else "")]})
 
 

@@ -105,6 +105,21 @@ def closed_loop_offline(photo: str, instruction: str) -> dict:
     }
 
 
+def test_cca_loop_node_says_what_was_not_done_and_does_not_stop_early(comfy, photo):
+    prompt = {
+        "1": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "l": {"class_type": "EditAgentsCCALoop", "inputs": {
+            "image": ["1", 0], "instruction": "warmer, then add a hat", "caption": "", "rounds": 2, "early_stop": True,
+            "restart_from_original": True, "min_score": 7.0, "rerun_every_time": False}},
+        "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
+    }
+    result = comfy.call("run", prompt)
+    summary = trace_of(result)["summary"]
+    assert summary["rounds"] == 2 and not summary["stopped_early"] and summary["unsupported"]
+    text = " ".join(t for o in result.outputs.values() for t in o.get("text", []))
+    assert "not done: " in text and "hat" in text
+
+
 def test_closed_loop_node_offline(comfy, photo):
     prompt = closed_loop_offline(photo, "warmer and sharper, then add a hat")
     prompt["s"] = {"class_type": "PreviewImage", "inputs": {"images": ["l", 1]}}

@@ -104,17 +104,23 @@ def test_executor_calls_a_graph_tool_with_the_parameters_its_brain_chose(comfy, 
     assert graph_step["inputs"]["params"] == {"scale": 0.5, "sigma": 2.0}
 
 
-def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup):
-    params = {**PARAMS, "scale": {**PARAMS["scale"], "default": 0.5}}
+def cca_with_graph_tool(cup, instruction: str, early_stop: bool, params=PARAMS) -> dict:
+    """The CCA Loop node (2 rounds) with a toolbox holding the scale graph tool (so it runs as role nodes)."""
     prompt = graph_tool_prompt(cup, [], params=params)
     del prompt["3"], prompt["4"], prompt["5"]
     prompt.update({
         "l": {"class_type": "EditAgentsCCALoop", "inputs": {
-            "image": ["1", 0], "instruction": "brighter, then scale and blur", "caption": "", "toolbox": ["2", 0],
-            "rounds": 2, "early_stop": False, "restart_from_original": True, "min_score": 7.0, "rerun_every_time": True}},
-        "s": {"class_type": "SaveImage", "inputs": {"images": ["l", 0], "filename_prefix": "cca_graph"}},
+            "image": ["1", 0], "instruction": instruction, "caption": "", "toolbox": ["2", 0], "rounds": 2,
+            "early_stop": early_stop, "restart_from_original": True, "min_score": 7.0, "rerun_every_time": True}},
         "t": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["l", 2]}},
     })
+    return prompt
+
+
+def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup):
+    prompt = cca_with_graph_tool(cup, "brighter, then scale and blur", False,
+                                 {**PARAMS, "scale": {**PARAMS["scale"], "default": 0.5}})
+    prompt["s"] = {"class_type": "SaveImage", "inputs": {"images": ["l", 0], "filename_prefix": "cca_graph"}}
     events = []
     result = comfy.call("run", prompt, on_event=events.append)
     saved = next(i for o in result.outputs.values() for i in o.get("images", []) if i["type"] == "output")
@@ -125,6 +131,16 @@ def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup)
     assert len(graph_calls) == 4  # two generators x two rounds
     ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
     assert any(n.endswith("r1.generator-2.critic") for n in ran) and any(".12" in n for n in ran)
+
+
+def test_cca_role_nodes_do_not_stop_early_while_part_of_the_request_is_not_done(comfy, comfy_server, cup):
+    result = comfy.call("run", cca_with_graph_tool(cup, "brighter, then add a hat", True))
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    summary = trace["summary"]
+    assert summary["mode"] == "role nodes" and summary["rounds"] == 2 and not summary["stopped_early"]
+    assert summary["unsupported"] and any(s["action"].startswith("no early stop") for s in trace["steps"])
+    text = " ".join(t for o in result.outputs.values() for t in o.get("text", []))
+    assert "not done: " in text
 
 
 def closed_loop_with_graph_tool(cup, instruction: str, params=PARAMS) -> dict:

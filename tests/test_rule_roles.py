@@ -144,6 +144,19 @@ def test_a_grade_the_rule_critics_cannot_measure_is_unjudged_not_accepted(photos
     assert bright.unjudged == [] and bright.accepted == [True]  # a measurable subtask is judged as before
 
 
+def test_cca_does_not_stop_early_while_part_of_the_request_is_not_done(photos):
+    """The competitor may find the warmth satisfied, but "add a hat" has no tool: the request is not
+    satisfied, so the loop runs its rounds and says what was not done."""
+    gens = [Generator("generator-1", RB, RB), Generator("generator-2", RB, RuleBrain(boldness=1.6))]
+    result = run(run_cca(photos["chelsea"], EditRequest("warmer, then add a hat"), TOOLS, gens, RB, RB,
+                         CCASettings(rounds=3)))
+    assert result.best.plan.unsupported and not result.stopped_early and result.rounds == 3
+    assert any(s.action.startswith("no early stop") and "hat" in s.action for s in result.trace.steps)
+    assert not any("satisfies the request" in s.action for s in result.trace.steps)
+    done = run(run_cca(photos["chelsea"], EditRequest("warmer"), TOOLS, gens, RB, RB, CCASettings(rounds=3)))
+    assert done.stopped_early and done.rounds == 1  # a request the tools can do still stops early
+
+
 def test_competitor_picks_and_stops(photos):
     from edit_agents.agents.records import Feedback, Question
     img = photos["coffee"]
