@@ -204,6 +204,7 @@ class Handoff:
     feedback: Feedback | None = None
     agent: str = "agent"
     round: int = 0
+    history: "HistoryContext | None" = None  # IMAGAgent's C, when a loop's role nodes carry it to the executor
 
     def candidate(self) -> "Candidate":
         if self.image is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..agents.records import Handoff, Plan
+from ..agents.records import Handoff, HistoryContext, Plan
 from .apply_tools import RESUME
 from .common import present
 from .convert import arrays_to_image_batch, image_batch_to_arrays
@@ -23,7 +23,7 @@ def expand_attempt(graph, cfg: dict, state: dict, previous: Handoff | None) -> i
     sub = state["plan"].subtasks[sub_index]
     tag = f"s{sub_index}.a{attempt}"
     current = arrays_to_image_batch([state["current"]])
-    one = Handoff(cfg["request"], Plan([sub]), round=attempt, agent="imagagent")
+    one = Handoff(cfg["request"], Plan([sub]), round=attempt, agent="imagagent", history=state["history"])
     executor = graph.node("EditAgentsExecutor", id=f"{tag}.execute", **present(
         image=current, plan=one, brain=cfg["executor"], toolbox=cfg["toolbox"], feedback=previous,
         trace=state["trace"], rerun_every_time=True))
@@ -72,13 +72,17 @@ class ClosedLoopStep(io.ComfyNode):
         state["trace"] = trace
         state["tries"] = state["tries"] + [feedback]
         state["images"] = state["images"] + [feedback.image]
+        sub = state["plan"].subtasks[state["subtask"]]
+        fb = feedback.feedback
+        state["history"].add("attempt", f"subtask {sub.index} attempt {state['attempt']}: "
+                                        f"{', '.join(c.label() for chain in feedback.chains for c in chain)}; "
+                                        f"negative: {fb.negative or '-'}", score=fb.score)  # as the in-process loop
         # an attempt no expert could judge is not retried: the next one could not be judged either
         if not accepted and feedback.feedback.judged and state["attempt"] + 1 < cfg["max_attempts"]:
             state["attempt"] += 1
             return expand_attempt(graph, cfg, state, feedback)  # retry with this attempt's feedback
         best = max(state["tries"], key=lambda h: h.feedback.score)
         ok = best.feedback.judged and best.feedback.score >= cfg["accept_score"]
-        sub = state["plan"].subtasks[state["subtask"]]
         verdict = ("unjudged: no expert could tell whether it was done; keeping" if not best.feedback.judged
                    else "accept" if ok else "keep the best of")
         trace.add("loop", "imagagent", f"subtask {sub.index}: {verdict} {len(state['tries'])} attempt(s) "
@@ -100,8 +104,10 @@ class ClosedLoopStep(io.ComfyNode):
 
 def start(graph, cfg: dict, image, plan: Plan, trace) -> io.NodeOutput:
     current = image_batch_to_arrays(image)[0]
+    history = HistoryContext()
+    history.add("plan", plan.summary())
     state = {"plan": plan, "subtask": 0, "attempt": 0, "current": current, "tries": [], "images": [], "accepted": [],
-             "trace": trace}
+             "trace": trace, "history": history}
     if not plan.subtasks:
         trace.summary = {"subtasks": 0, "accepted": [], "attempts": 0, "unsupported": plan.unsupported,
                          "plan": plan.summary(), "mode": "role nodes"}

@@ -123,7 +123,8 @@ class Executor(Rerunnable, io.ComfyNode):
                     if feedback is not None:
                         previous = next((c for s, c in zip(feedback.plan.subtasks, feedback.chains) if s.tool == sub.tool), None)
                     fb = roles.subtask_feedback(feedback.feedback, sub.index) if feedback is not None and previous else None
-                    chain = await roles.execute(b, sub, tools, current, w, previous=previous, feedback=fb)
+                    chain = await roles.execute(b, sub, tools, current, w, history=plan.history, previous=previous,
+                                                feedback=fb)
                 if tools.get(sub.tool).category == "graph":
                     chains.append(chain[:1])
                     nxt = _expand_graph_tool(graph, tools, chain[0], sub.index, current, tr, plan, chains, dict(

@@ -171,6 +171,9 @@ def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, c
     assert {"expert", "aggregator"} <= {s["role"] for s in trace["steps"]}
     ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
     assert any(n.endswith("s1.a0.fidelity") for n in ran), sorted(ran)
+    # IMAGAgent's history C reaches the executor of the next subtask, as in the in-process loop
+    second = [s for s in trace["steps"] if s["role"] == "executor" and s.get("subtask") == 1 and "text" in s["inputs"]]
+    assert second and "subtask 0 attempt 0: " in second[0]["inputs"]["text"]
 
 
 def test_role_nodes_report_a_subtask_no_expert_could_judge(comfy, comfy_server, cup):

@@ -144,6 +144,12 @@ def test_a_grade_the_rule_critics_cannot_measure_is_unjudged_not_accepted(photos
     assert bright.unjudged == [] and bright.accepted == [True]  # a measurable subtask is judged as before
 
 
+def test_the_history_reaches_the_executor_of_the_next_subtask(photos):
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("warmer, then more contrast"), TOOLS, RB, RB, [RB], RB))
+    second = [s for s in result.trace.steps if s.role == "executor" and s.subtask == 1]
+    assert second and "subtask 0 attempt 0: " in second[0].inputs["text"]
+
+
 def test_cca_does_not_stop_early_while_part_of_the_request_is_not_done(photos):
     """The competitor may find the warmth satisfied, but "add a hat" has no tool: the request is not
     satisfied, so the loop runs its rounds and says what was not done."""
