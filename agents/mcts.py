@@ -143,15 +143,12 @@ class _Search:
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())
-            names = self.tools.names()
-            if self.expensive:  # a model is offered the same toolbox everywhere; its repeats are dropped after
-                seen = self.perceiver.perceive(stats, self.s.branching, names, image=state.preview,
-                                               memory=tuple(self.memory))
-                seen = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
-            else:  # the rules fill their proposals from the tools not used yet
-                seen = self.perceiver.perceive(stats, self.s.branching, [n for n in names if n not in used],
-                                               image=state.preview, memory=tuple(self.memory))
-            self.perceptions[key] = seen
+            # the rules fill their proposals from the tools not used yet; a model is offered the same toolbox
+            # everywhere (its schema never changes) and its repeats are dropped after it answers
+            offered = self.tools.names() if self.expensive else [n for n in self.tools.names() if n not in used]
+            seen = self.perceiver.perceive(stats, self.s.branching, offered, image=state.preview,
+                                           memory=tuple(self.memory))
+            self.perceptions[key] = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
         return list(self.perceptions[key].actions)
 
     def perceive(self, node: TreeNode, parent: TreeNode | None) -> list[ToolCall]:

@@ -2,6 +2,7 @@
 with C = 1 (grayscale), 3 (RGB) or 4 (RGBA)."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 from .backends import require
@@ -106,12 +107,20 @@ def gaussian(img: np.ndarray, sigma: float) -> np.ndarray:
         return img
     if sigma >= SMALL_SIGMA:
         return cv2.GaussianBlur(img, (0, 0), sigmaX=sigma)
+    kernel = _band_limited_kernel(float(sigma))
+    return cv2.sepFilter2D(img, -1, kernel, kernel, borderType=cv2.BORDER_REFLECT_101)
+
+
+@lru_cache(maxsize=64)
+def _band_limited_kernel(sigma: float) -> np.ndarray:
+    """7 taps of the band-limited Gaussian (the search asks for the same few widths again and again)."""
     freqs = np.linspace(-0.5, 0.5, 257)
     response = np.exp(-2.0 * (np.pi * sigma * freqs) ** 2)
     taps = np.arange(-3, 4)
     kernel = np.trapezoid(response[None, :] * np.cos(2.0 * np.pi * freqs[None, :] * taps[:, None]), freqs, axis=1)
     kernel = (kernel / kernel.sum()).astype(np.float32)
-    return cv2.sepFilter2D(img, -1, kernel, kernel, borderType=cv2.BORDER_REFLECT_101)
+    kernel.setflags(write=False)  # shared between calls
+    return kernel
 
 
 def resize_longest(img: np.ndarray, longest: int) -> np.ndarray:
