@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 import numpy as np
 
 from ..tools.spec import ToolRegistry
 from . import roles
 from .brain import Brain, BrainError, close_brains
-from .records import Attempt, Candidate, EditRequest, Feedback, HistoryContext, Plan, ToolCall
+from .records import Attempt, Candidate, EditRequest, Feedback, HistoryContext, Plan, Question, ToolCall
 from .roles import Where
 from .trace import Trace
 
@@ -61,10 +61,9 @@ async def _generate(gen: Generator, request: EditRequest, tools: ToolRegistry, b
                             rival_plan=rival.plan if rival else None, rival_feedback=rival.feedback if rival else None)
     image, chains = base, []
     for sub in plan.subtasks:
-        previous = None
-        if own is not None:  # the same subtask last round: its parameters and its share of the report
-            previous = next((c for s, c in zip(own.plan.subtasks, own.chains) if s.tool == sub.tool), None)
-        fb = roles.subtask_feedback(own.feedback, sub.index) if own is not None and previous is not None else None
+        # the subtask that did this last round (by goal, then tool; never by index): its chain and its share of the report
+        previous, fb = (roles.earlier_attempt(own.plan, own.chains, own.feedback, sub) if own is not None
+                        else (None, None))
         chain = await roles.execute(gen.executor, sub, tools, image, where.at(subtask=sub.index), history, previous, fb)
         image = await asyncio.to_thread(roles.run_chain, tools, chain, image)
         chains.append(chain)
@@ -81,6 +80,8 @@ class CCAState:
     best: Candidate | None = None
     every: list[Candidate] = field(default_factory=list)
     rounds_run: int = 0
+    questions: list[Question] | None = None  # the discriminator's, written once for the request in round 0
+    caption: str = ""  # written by a vision discriminator when the request came without one
     stopped: bool = False
     error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
     started: float = field(default_factory=time.perf_counter)
@@ -103,19 +104,31 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     rnd = state.rounds_run
     trace, history, last, best = state.trace, state.history, state.last, state.best
     base = image if settings.restart_from_original or best is None else best.image
+    judge = Where(trace, "discriminator", round=rnd, should_stop=should_stop)
+    if state.questions is None:
+        state.caption = await cca_caption(discriminator, request, image, judge)
+    if state.caption:
+        request = replace(request, caption=state.caption)
+    aesthetic = roles.aesthetic_rater(tools)
 
     def rival_of(g: Generator) -> Candidate | None:
         others = [last[o.name] for o in generators if o.name != g.name and o.name in last]
         return max(others, key=lambda c: c.feedback.score if c.feedback else 0.0) if others else None
 
-    cands = await asyncio.gather(*(
+    # round 0: the request's questions are written while the generators work (they do not depend on any plan)
+    questions = (state.questions if state.questions is not None
+                 else roles.write_questions(discriminator, request, tools, image, judge))
+    *cands, state.questions = await asyncio.gather(*(
         _generate(g, request, tools, base, Where(trace, g.name, round=rnd, should_stop=should_stop), history,
-                  last.get(g.name), rival_of(g)) for g in generators))
+                  last.get(g.name), rival_of(g)) for g in generators), _ready(questions))
     feedbacks = await asyncio.gather(*(
-        roles.discriminate(discriminator, request, c.plan, image, c.image,
-                           Where(trace, "discriminator", round=rnd, should_stop=should_stop)) for c in cands))
+        roles.discriminate(discriminator, request, c.plan, image, c.image, judge, state.questions, aesthetic)
+        for c in cands))
     for c, fb in zip(cands, feedbacks):
         c.feedback = fb
+    roles.suggest_other_tools(list(cands), judge)
+    for c in cands:
+        fb = c.feedback
         last[c.agent] = c
         history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=fb.score)
     state.every.extend(cands)
@@ -131,6 +144,27 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
         state.stopped = True
         trace.add("loop", "cca", f"stop early after round {rnd}: the best result satisfies the request", round=rnd)
     return state
+
+
+async def _ready(value):
+    return await value if asyncio.iscoroutine(value) else value
+
+
+async def cca_caption(discriminator: Brain, request: EditRequest, image: np.ndarray, where: Where) -> str:
+    """A caption of the original when the request has none and the discriminator can see (LLaVA's role in CCA)."""
+    if request.caption.strip() or not roles.sees_images(discriminator):
+        return ""
+    return await roles.describe(discriminator, image, where)
+
+
+async def cca_questions(discriminator: Brain, request: EditRequest, tools: ToolRegistry, image: np.ndarray,
+                        where: Where) -> tuple[str, list[Question]]:
+    """CCA's discriminator before round 0, for a runner that cannot overlap it with the generators: the caption,
+    then the request's questions, shared by both generators and every round."""
+    caption = await cca_caption(discriminator, request, image, where)
+    if caption:
+        request = replace(request, caption=caption)
+    return caption, await roles.write_questions(discriminator, request, tools, image, where)
 
 
 async def cca_round_or_keep_best(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
@@ -150,15 +184,22 @@ async def cca_round_or_keep_best(state: CCAState, image: np.ndarray, request: Ed
         return state
 
 
+def cca_summary(rounds: int, tool_calls: int, stopped_early: bool, best: Candidate | Any, started: float,
+                mode: str) -> dict[str, Any]:
+    """The CCA trace's summary, the same keys whichever runner ran the rounds."""
+    return {"rounds": rounds, "tool_calls": tool_calls, "stopped_early": stopped_early,
+            "best": {"agent": best.agent, "round": best.round, "score": best.feedback.score if best.feedback else None,
+                     "plan": best.plan.summary()},
+            "unsupported": best.plan.unsupported, "mode": mode, "wall_s": round(time.perf_counter() - started, 3)}
+
+
 def cca_result(state: CCAState) -> CCAResult:
     best = state.best
     assert best is not None
     calls = sum(c.tool_calls() for c in state.every)
-    state.trace.summary = {"rounds": state.rounds_run, "tool_calls": calls, "stopped_early": state.stopped,
-                           **({"error": state.error} if state.error else {}),
-                           "best": {"agent": best.agent, "round": best.round,
-                                    "score": best.feedback.score if best.feedback else None, "plan": best.plan.summary()},
-                           "unsupported": best.plan.unsupported, "wall_s": round(time.perf_counter() - state.started, 3)}
+    state.trace.summary = cca_summary(state.rounds_run, calls, state.stopped, best, state.started, "in-process")
+    if state.error:
+        state.trace.summary["error"] = state.error
     return CCAResult(best.image, best, state.rounds_run, calls, state.every, state.stopped, state.trace)
 
 
@@ -302,12 +343,20 @@ async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistr
         return state
 
 
+def closed_loop_summary(plan_: Plan, accepted: list[bool], unjudged: list[int], attempts: int, tool_calls: int,
+                        started: float, mode: str) -> dict[str, Any]:
+    """The closed loop trace's summary, the same keys whichever runner ran the subtasks."""
+    return {"subtasks": len(plan_.subtasks), "accepted": accepted, "unjudged": unjudged, "attempts": attempts,
+            "tool_calls": tool_calls, "unsupported": plan_.unsupported, "plan": plan_.summary(), "mode": mode,
+            "wall_s": round(time.perf_counter() - started, 3)}
+
+
 def closed_loop_result(state: ClosedLoopState) -> ClosedLoopResult:
     calls = sum(len(a.chain) for a in state.attempts)
-    state.trace.summary = {"subtasks": len(state.plan.subtasks), "accepted": state.accepted, "unjudged": state.unjudged,
-                           "attempts": len(state.attempts), "tool_calls": calls, "unsupported": state.plan.unsupported,
-                           "plan": state.plan.summary(), "wall_s": round(time.perf_counter() - state.started, 3),
-                           **({"error": state.error} if state.error else {})}
+    state.trace.summary = closed_loop_summary(state.plan, state.accepted, state.unjudged, len(state.attempts), calls,
+                                              state.started, "in-process")
+    if state.error:
+        state.trace.summary["error"] = state.error
     return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace,
                             state.unjudged)
 

@@ -32,6 +32,7 @@ class Provider:
     key_env: str | None  # None: a local endpoint that needs no key
     example_model: str = ""  # a model that works for every role (the README's provider table)
     note: str = ""
+    vision: bool = True  # its models look at images (a CCA discriminator with vision captions the photo itself)
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -42,7 +43,7 @@ PROVIDERS: dict[str, Provider] = {
     "llamacpp": Provider("llama.cpp server", "http://127.0.0.1:8080/v1", None, "any", "the server answers with the model it loaded (start it with --mmproj for images)"),
     "dashscope": Provider("DashScope (Qwen-VL)", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "qwen-vl-max", "mainland accounts: base URL https://dashscope.aliyuncs.com/compatible-mode/v1"),
     "ark": Provider("Volcengine Ark (Doubao)", "https://ark.cn-beijing.volces.com/api/v3", "ARK_API_KEY", "doubao-1-5-vision-pro-32k-250115", "or your endpoint id (ep-...)"),
-    "deepseek": Provider("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "deepseek-chat", "text only: for planners and aggregators, not for roles that look at images"),
+    "deepseek": Provider("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "deepseek-chat", "text only: for planners and aggregators, not for roles that look at images", vision=False),
     "gemini": Provider("Gemini (OpenAI-compatible)", "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY", "gemini-2.0-flash"),
     "custom": Provider("Custom endpoint", None, None, "", "any OpenAI-compatible server"),
 }
@@ -117,6 +118,7 @@ class OpenAIBrain:
     def __init__(self, config: BrainConfig):
         self.config = config
         self.name = f"{config.provider}/{config.model}"
+        self.vision = PROVIDERS[config.provider].vision
         self._structured = config.structured
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client = None

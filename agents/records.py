@@ -103,11 +103,36 @@ class Plan:
 
 @dataclass
 class Question:
+    """A Yes/No question on the edited image. CCA writes them once per request (from the instruction and the
+    caption), so every candidate of every round is graded on the same questions; ``subtask`` is set per
+    candidate, by routing ``part`` to the subtask of its plan that does that part."""
+
     text: str
     answer: Answer = "unknown"
     explanation: str = ""
     subtask: int | None = None
     check: dict[str, Any] = field(default_factory=dict)  # what a measuring critic can check, e.g. {"metric": "mean_luma", "direction": "up"}
+    part: str = ""  # the part of the request it checks ("" = the whole request)
+
+    def unanswered(self) -> "Question":
+        return Question(self.text, check=dict(self.check), part=self.part)
+
+
+SuggestionKind = Literal["adjust", "another_tool", "add", "gentler"]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """One actionable point of a compiled CCA report (the paper's "suggest changing the tool to ...").
+
+    adjust: the subtask's check failed, change its parameters; another_tool: the tool cannot do it (both
+    generators' results look the same), plan the part with a different tool; add: a part of the request
+    is in no subtask; gentler: the result looks unnatural."""
+
+    kind: SuggestionKind
+    text: str
+    goal: str = ""
+    tool: str = ""
 
 
 @dataclass
@@ -131,6 +156,7 @@ class Feedback:
     per_subtask: dict[int, str] = field(default_factory=dict)  # CCA: the report split per subtask
     experts: list[Critique] = field(default_factory=list)  # who said what
     judged: bool = True  # False: no expert could tell whether the edit did what was asked (never accepted)
+    suggestions: list[Suggestion] = field(default_factory=list)  # CCA's compiled report: what to change next
 
     def yes_fraction(self) -> float:
         judged = [q for q in self.questions if q.answer != "unknown"]
@@ -205,6 +231,7 @@ class Handoff:
     agent: str = "agent"
     round: int = 0
     history: "HistoryContext | None" = None  # IMAGAgent's C, when a loop's role nodes carry it to the executor
+    questions: list[Question] | None = None  # CCA: the request's questions, written once and reused by later critics
 
     def candidate(self) -> "Candidate":
         if self.image is None:
@@ -227,4 +254,4 @@ def to_data(record: Any) -> Any:
 
 
 __all__ = ["Answer", "Attempt", "Candidate", "Critique", "EditRequest", "Feedback", "Handoff", "HistoryContext", "HistoryEntry",
-           "Mode", "Plan", "Question", "Subtask", "ToolCall", "check_chain", "to_data"]
+           "Mode", "Plan", "Question", "Subtask", "Suggestion", "ToolCall", "check_chain", "to_data"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,8 @@ import numpy as np
 from ..tools.spec import ToolCallError, ToolRegistry
 from . import schemas
 from .brain import Brain, BrainAnswer, BrainRequest
-from .records import (Candidate, Critique, EditRequest, Feedback, HistoryContext, Plan, Question, Subtask, ToolCall,
-                      check_chain)
+from .records import (Candidate, Critique, EditRequest, Feedback, HistoryContext, Plan, Question, Subtask, Suggestion,
+                      ToolCall, check_chain)
 from .reward import image_statistics
 from .trace import Trace
 
@@ -116,6 +117,7 @@ def _feedback_text(fb: Feedback | None) -> str:
     if fb.positive:
         parts.append(f"good: {fb.positive}")
     parts += [f"subtask {k}: {v}" for k, v in fb.per_subtask.items()]
+    parts += [f"suggestion: {s.text}" for s in fb.suggestions]
     return "; ".join(parts)
 
 
@@ -187,39 +189,173 @@ def run_chain(tools: ToolRegistry, chain: list[ToolCall], image: np.ndarray) -> 
 
 # -- critic: CCA discriminator ----------------------------------------------------------------
 
-async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: np.ndarray, after: np.ndarray,
-                       where: Where) -> Feedback:
-    """Yes/No questions from the request and caption, answered on the edited image, plus a quality
-    score; compiled into a report split per subtask."""
-    q_req = BrainRequest(
+def sees_images(brain: Brain) -> bool:
+    """Whether a brain can describe a photo (a VLM); the rule brain only measures statistics."""
+    return bool(getattr(brain, "vision", False))
+
+
+async def describe(brain: Brain, image: np.ndarray, where: Where) -> str:
+    """A caption of the original (LLaVA's role in CCA), for a request that came without one."""
+    req = BrainRequest(role="caption", system=prompt("caption"), text="Caption this photo.", schema=schemas.CAPTION,
+                       images=[image], context={})
+    return str((await _ask(brain, req, where, "caption the original")).data["caption"]).strip()
+
+
+async def write_questions(brain: Brain, request: EditRequest, tools: ToolRegistry, image: np.ndarray,
+                          where: Where) -> list[Question]:
+    """CCA's measurement questions, written once per request from the instruction and the caption (never from a
+    plan), so both generators and every round are graded on the same questions."""
+    req = BrainRequest(
         role="questions", system=prompt("questions"),
         text=f"Request: {request.instruction or request.mood or 'improve the photo'}\nCaption of the original: "
-             f"{request.caption or '(unknown)'}\nSubtasks: {plan_.summary()}",
-        schema=schemas.QUESTIONS, context={"request": request, "plan": plan_, "input_size": before.shape[1::-1]})
-    raw = (await _ask(brain, q_req, where, "write Yes/No questions")).data["questions"]
-    questions = [Question(text=q["text"], subtask=q.get("subtask"), check=q.get("check") or {}) for q in raw]
+             f"{request.caption or '(unknown)'}",
+        schema=schemas.QUESTIONS,
+        context={"request": request, "tools": tools.specs(), "stats": image_statistics(image),
+                 "input_size": image.shape[1::-1]})
+    raw = (await _ask(brain, req, where, "write Yes/No questions for the request")).data["questions"]
+    return [Question(text=q["text"], part=str(q.get("part") or "").strip(), check=q.get("check") or {}) for q in raw]
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_FILLER = frozenset("the and with more less make image photo picture bit little some than into from that this".split())
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ening", "ness", "ing", "est", "er", "en", "ed", "ly", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)]
+    return word
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FILLER}
+
+
+def _overlap(a: str, b: str) -> float:
+    """Shared content words over the shorter text's count: 'warmer' and 'warm the light' overlap fully."""
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / min(len(wa), len(wb)) if wa and wb else 0.0
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()) == " ".join(b.lower().split())
+
+
+def route_questions(questions: list[Question], plan_: Plan) -> list[Question]:
+    """Fresh, unanswered copies of the request's questions, each pointed at the subtask of this plan that does
+    its part (None: the whole request, or a part no subtask does)."""
+    routed = []
+    for q in questions:
+        copy = q.unanswered()
+        if q.part and plan_.subtasks:
+            exact = [s for s in plan_.subtasks if _same(s.goal, q.part)]
+            best = exact[0] if exact else max(plan_.subtasks, key=lambda s: _overlap(q.part, s.goal))
+            copy.subtask = best.index if exact or _overlap(q.part, best.goal) >= 0.5 else None
+        routed.append(copy)
+    return routed
+
+
+def match_subtask(earlier: Plan, sub: Subtask) -> Subtask | None:
+    """The subtask of an earlier plan that did what ``sub`` does: the same goal, else the same tool, else the goal
+    with most words in common. Feedback is routed by this after re-planning, never by index."""
+    same_goal = [s for s in earlier.subtasks if _same(s.goal, sub.goal)]
+    if same_goal:
+        return same_goal[0]
+    same_tool = [s for s in earlier.subtasks if s.tool == sub.tool]
+    if same_tool:
+        return max(same_tool, key=lambda s: _overlap(s.goal, sub.goal))
+    best = max(earlier.subtasks, key=lambda s: _overlap(s.goal, sub.goal), default=None)
+    return best if best is not None and _overlap(best.goal, sub.goal) >= 0.5 else None
+
+
+def aesthetic_rater(tools: ToolRegistry | None) -> Callable[[np.ndarray], float] | None:
+    """The LAION aesthetic predictor (1..10) when the toolbox's model folders hold it, else None."""
+    from ..tools.scorers import AestheticScorer
+
+    scorer = AestheticScorer(tools.runtime if tools is not None else None)
+    if scorer.unavailable():
+        return None
+    return lambda img: min(10.0, max(0.0, scorer.measure(img, "")[0]))
+
+
+async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: np.ndarray, after: np.ndarray,
+                       where: Where, questions: list[Question],
+                       aesthetic: Callable[[np.ndarray], float] | None = None) -> Feedback:
+    """The request's questions answered on the edited image, plus an overall quality score (the brain's rating,
+    averaged with the aesthetic predictor's when it is there), compiled into a report with suggestions."""
+    asked = route_questions(questions, plan_)
     a_req = BrainRequest(
         role="answers", system=prompt("answers"),
-        text="Questions:\n" + "\n".join(f"{i}. {q.text}" for i, q in enumerate(questions)),
-        schema=schemas.ANSWERS, images=[before, after], context={"questions": questions})
+        text="Questions:\n" + "\n".join(f"{i}. {q.text}" for i, q in enumerate(asked)),
+        schema=schemas.ANSWERS, images=[before, after], context={"questions": asked})
     data = (await _ask(brain, a_req, where, "answer the questions on the edited image")).data
-    for q, a in zip(questions, data["answers"]):
+    for q, a in zip(asked, data["answers"]):
         q.answer, q.explanation = a["answer"], a.get("explanation", "")
     quality = float(data["quality"])
-    fb = Feedback(score=0.0, questions=questions)
-    judged = [q for q in questions if q.answer != "unknown"]
+    if aesthetic is not None:
+        rating = await asyncio.to_thread(aesthetic, after)
+        where.trace.add("answers", where.agent, f"overall quality: brain {quality:.1f}, aesthetic predictor "
+                                                f"{rating:.1f}", round=where.round,
+                        scores={"brain_quality": quality, "aesthetic": rating})
+        quality = round((quality + rating) / 2.0, 3)
+    fb = Feedback(score=0.0, questions=asked)
+    judged = [q for q in asked if q.answer != "unknown"]
     fb.score = round(0.7 * 10.0 * fb.yes_fraction() + 0.3 * quality if judged else quality, 3)
-    fb.positive = "; ".join(q.text for q in questions if q.answer == "yes")
-    fb.negative = "; ".join(f"{q.text} no: {q.explanation}" for q in questions if q.answer == "no")
-    for s in plan_.subtasks:
-        mine = [q for q in questions if q.subtask == s.index]
-        if mine:
-            fb.per_subtask[s.index] = "; ".join(f"{q.answer}: {q.explanation}" for q in mine)
+    fb.positive = "; ".join(q.text for q in asked if q.answer == "yes")
+    fb.negative = "; ".join(f"{q.text} no: {q.explanation}" for q in asked if q.answer == "no")
+    _compile_report(fb, plan_, quality)
     return fb
 
 
+def _compile_report(fb: Feedback, plan_: Plan, quality: float) -> None:
+    """CCA's report: each subtask's answers, and what to change next (the paper's 'suggest changing the tool')."""
+    for s in plan_.subtasks:
+        mine = [q for q in fb.questions if q.subtask == s.index]
+        if not mine:
+            continue
+        fb.per_subtask[s.index] = "; ".join(f"{q.answer}: {q.explanation}" for q in mine)
+        failed = [q for q in mine if q.answer == "no"]
+        if failed:
+            fb.suggestions.append(Suggestion(
+                "adjust", f"'{s.goal}' ({s.tool}) is not done yet ({failed[0].explanation or failed[0].text}): change "
+                          "its parameters, or plan it with another tool", s.goal, s.tool))
+    for q in fb.questions:
+        covered = any(_overlap(q.part, u) >= 0.5 for u in plan_.unsupported)
+        if q.part and q.subtask is None and q.answer != "yes" and not covered:
+            fb.suggestions.append(Suggestion("add", f"'{q.part}' is in no subtask: add one for it", q.part))
+    if quality < 5.0:
+        fb.suggestions.append(Suggestion("gentler", f"the result looks unnatural (quality {quality:.1f}/10): use "
+                                                    "gentler settings"))
+
+
+def alike(a: np.ndarray, b: np.ndarray, tolerance: float = 0.01) -> bool:
+    """Whether two results look the same: same size, mean absolute difference under ``tolerance``."""
+    return a.shape == b.shape and float(np.abs(a.astype(np.float32) - b.astype(np.float32)).mean()) < tolerance
+
+
+def suggest_other_tools(candidates: list[Candidate], where: Where) -> int:
+    """CCA: when the generators' results look the same and a subtask still fails, the discriminator suggests
+    another tool for it. Returns how many suggestions it added."""
+    if len(candidates) < 2 or not all(alike(candidates[0].image, c.image) for c in candidates[1:]):
+        return 0
+    added = 0
+    for c in candidates:
+        for s in c.plan.subtasks:
+            if c.feedback and any(q.subtask == s.index and q.answer == "no" for q in c.feedback.questions):
+                text = (f"'{s.goal}': both generators' results look the same and it is still not done: try another "
+                        f"tool than {s.tool}")
+                c.feedback.suggestions.append(Suggestion("another_tool", text, s.goal, s.tool))
+                c.feedback.per_subtask[s.index] = f"{c.feedback.per_subtask.get(s.index, '')}; {text}".lstrip("; ")
+                added += 1
+    if added:
+        where.trace.add("discriminator", where.agent, "the generators' results look the same: suggest another tool "
+                                                      "for what still fails", round=where.round,
+                        outputs={"suggestions": added})
+    return added
+
+
 def subtask_feedback(fb: Feedback | None, index: int) -> dict[str, Any] | None:
-    """The part of a discriminator report that concerns one subtask, for its executor."""
+    """The part of a report that concerns one subtask of the plan the report judged, for its executor."""
     if fb is None:
         return None
     mine = [q for q in fb.questions if q.subtask == index and q.answer != "unknown"]
@@ -228,6 +364,18 @@ def subtask_feedback(fb: Feedback | None, index: int) -> dict[str, Any] | None:
     ok = all(q.answer == "yes" for q in mine)
     return {"score": 10.0 if ok else 3.0, "note": fb.per_subtask.get(index, ""),
             "negative": "" if ok else "; ".join(q.explanation for q in mine if q.answer == "no") + "; not enough"}
+
+
+def earlier_attempt(plan_: Plan | None, chains: list[list[ToolCall]], fb: Feedback | None,
+                    sub: Subtask) -> tuple[list[ToolCall] | None, dict[str, Any] | None]:
+    """The chain and the feedback of the earlier plan's subtask that matches ``sub`` (by goal, then tool). The
+    chain is offered only when it used the same tool: another tool's parameters mean nothing to this one."""
+    if plan_ is None:
+        return None, None
+    old = match_subtask(plan_, sub)
+    if old is None or old.index >= len(chains):
+        return None, None
+    return (chains[old.index] if old.tool == sub.tool else None), subtask_feedback(fb, old.index)
 
 
 # -- critic: IMAGAgent expert, and the aggregator -------------------------------------------------
@@ -319,5 +467,6 @@ async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int,
     return str(data.get("scene", "")).strip(), calls
 
 
-__all__ = ["Where", "aggregate", "compete", "critique", "discriminate", "execute", "perceive", "plan", "prompt",
-           "run_chain", "subtask_feedback", "verdict"]
+__all__ = ["Where", "aesthetic_rater", "aggregate", "alike", "compete", "critique", "describe", "discriminate",
+           "earlier_attempt", "execute", "match_subtask", "perceive", "plan", "prompt", "route_questions", "run_chain",
+           "sees_images", "subtask_feedback", "suggest_other_tools", "verdict", "write_questions"]

@@ -206,6 +206,7 @@ def adjust_params(spec: ToolSpec, previous: dict[str, Any], feedback: dict[str, 
 
 class RuleBrain:
     name = "rule"
+    vision = False  # it measures statistics; it cannot describe a photo
 
     def __init__(self, reward: ClassicReward | None = None, boldness: float = 1.0):
         """``boldness`` scales the executor's first-try strengths, so two rule generators can
@@ -243,16 +244,24 @@ class RuleBrain:
             return data, [data["notes"]]
         if request.mode != "instructed":
             return self._autonomous_plan(ctx, tools)
-        subtasks, unsupported = [], []
+        subtasks, unsupported, notes = [], [], []
+        avoid = {" ".join(s.goal.lower().split()): s.tool for s in (own.suggestions if own else [])
+                 if s.kind == "another_tool"}
         for clause in split_clauses(request.instruction, tools):
             tool = self._match_tool(clause, tools)
+            dropped = avoid.get(" ".join(clause.lower().split()))
+            if tool is not None and tool.name == dropped:  # the report: this tool cannot do it, try the next best
+                other = self._alternative(clause, dropped, tools)
+                if other is not None:
+                    notes.append(f"'{clause}': {other.name} instead of {dropped}, as the report suggests")
+                    tool = other
             if tool is None:
                 unsupported.append(f"{clause} (no allowed tool can do this offline; a generative editor or VLM brain is needed)")
                 continue
             index = len(subtasks)
             subtasks.append({"goal": clause, "tool": tool.name, "rationale": f"matches {tool.name}: {tool.description}",
                              "depends_on": [index - 1] if index else []})
-        notes = [f"cannot do: {u}" for u in unsupported]
+        notes += [f"cannot do: {u}" for u in unsupported]
         return {"subtasks": subtasks, "unsupported": unsupported, "notes": "; ".join(notes)}, notes
 
     @staticmethod
@@ -272,6 +281,18 @@ class RuleBrain:
             if score > best_score:
                 best, best_score = spec, score
         return best
+
+    @classmethod
+    def _alternative(cls, clause: str, dropped: str, tools: list[ToolSpec]) -> ToolSpec | None:
+        """Another tool for a clause: the next best by keywords, else one that moves the same measure the same
+        way (brightness -> exposure, gamma, ...)."""
+        others = [t for t in tools if t.name != dropped and not any(p.required for p in t.params)]
+        by_words = cls._match_tool(clause, others)
+        if by_words is not None or dropped not in INTENTS:
+            return by_words
+        metric, _, _ = INTENTS[dropped]
+        return next((t for t in others if t.name in INTENTS and INTENTS[t.name][0] == metric
+                     and (INTENTS[t.name][2] or not wants_less(clause))), None)
 
     def _autonomous_plan(self, ctx: dict, tools: list[ToolSpec]) -> tuple[dict, list[str]]:
         actions = self._propose(ctx["stats"], [t.name for t in tools], 6, ctx["request"].mood, ())
@@ -306,14 +327,22 @@ class RuleBrain:
     # -- critic (CCA discriminator) -----------------------------------------------------
 
     def _questions(self, ctx: dict, images: list) -> tuple[dict, list[str]]:
-        plan: Plan = ctx["plan"]
+        """Questions from the request alone: one per clause (checked with the tool that would do it), or, with no
+        instruction, one per defect the photo's statistics show; plus whether the content is kept."""
+        request: EditRequest = ctx["request"]
+        tools: list[ToolSpec] = ctx["tools"]
         size = ctx.get("input_size")
+        if request.mode == "instructed":
+            parts = [(clause, self._match_tool(clause, tools)) for clause in split_clauses(request.instruction, tools)]
+            parts = [(clause, spec.name if spec else "") for clause, spec in parts]
+        else:
+            parts = [(s["goal"], s["tool"]) for s in self._autonomous_plan(ctx, tools)[0]["subtasks"]]
         questions = []
-        for s in plan.subtasks:
-            chk = intent_check(s.tool, s.goal, size)
-            questions.append({"text": question_text(s.tool, s.goal, chk), "subtask": s.index, "check": chk})
-        if not any(s.tool in RESHAPING for s in plan.subtasks):  # a crop or rotation changes structure on purpose
-            questions.append({"text": "Is the content of the original image preserved?", "subtask": None,
+        for part, tool in parts:
+            chk = intent_check(tool, part, size) if tool else {}
+            questions.append({"text": question_text(tool, part, chk), "part": part, "check": chk})
+        if not any(tool in RESHAPING for _, tool in parts):  # a crop or rotation changes structure on purpose
+            questions.append({"text": "Is the content of the original image preserved?", "part": "",
                               "check": {"metric": "structure", "min": 0.75}})
         return {"questions": questions}, []
 

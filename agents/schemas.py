@@ -46,11 +46,14 @@ def chain_schema(spec: ToolSpec, max_steps: int = 4) -> dict[str, Any]:
                 "source": {"type": "string", "pattern": "^(input|step:[0-9]+)$"}}}}}}
 
 
+# written once per request, before any plan: "part" names the piece of the request a question checks
 QUESTIONS = {"type": "object", "additionalProperties": False, "required": ["questions"], "properties": {
     "questions": {"type": "array", "minItems": 1, "maxItems": 12, "items": {
         "type": "object", "additionalProperties": False, "required": ["text"], "properties": {
-            "text": TEXT, "subtask": {"type": ["integer", "null"]},
-            "check": {"type": "object"}}}}}}
+            "text": TEXT, "part": TEXT, "check": {"type": "object"}}}}}}
+
+CAPTION = {"type": "object", "additionalProperties": False, "required": ["caption"], "properties": {
+    "caption": {"type": "string", "minLength": 1, "maxLength": 1000}}}
 
 ANSWERS = {"type": "object", "additionalProperties": False, "required": ["answers", "quality"], "properties": {
     "answers": {"type": "array", "items": {

@@ -44,7 +44,8 @@ TASKS = [
 def scripted(seen) -> Reply:
     answers = {
         "planner": {"subtasks": [{"goal": "brighter", "tool": "exposure"}, {"goal": "more contrast", "tool": "contrast"}]},
-        "questions": {"questions": [{"text": "Brighter?", "subtask": 0}, {"text": "More contrast?", "subtask": 1}]},
+        "questions": {"questions": [{"text": "Brighter?", "part": "brighter"}, {"text": "More contrast?", "part": "more contrast"}]},
+        "caption": {"caption": "a cup of coffee on a saucer"},
         "answers": {"answers": [{"answer": "yes"}, {"answer": "yes"}], "quality": 8},
         "competitor": {"best": 0, "stop": True},
     }

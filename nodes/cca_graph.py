@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
+from ..agents import roles
 from ..agents.records import Handoff
+from ..agents.loops import cca_summary as summary
+from ..agents.roles import Where
 from .apply_tools import RESUME
 from .common import present
 from .convert import arrays_to_image_batch
@@ -18,7 +21,8 @@ from .types import CATEGORY, FEEDBACK, TRACE
 RESUME_TIP = "Internal: set by the CCA Loop's expansion; leave unconnected."
 
 
-def expand_round(graph, cfg: dict, rnd: int, last: dict, best: Handoff | None, bests: list, trace) -> io.NodeOutput:
+def expand_round(graph, cfg: dict, rnd: int, last: dict, best: Handoff | None, bests: list, trace,
+                 calls: int = 0) -> io.NodeOutput:
     """Round ``rnd`` as role nodes, then a Round End that decides what comes next."""
     base = cfg["image"] if cfg["restart_from_original"] or best is None else arrays_to_image_batch([best.image])
     feedback_out, trace_out = {}, trace
@@ -33,7 +37,7 @@ def expand_round(graph, cfg: dict, rnd: int, last: dict, best: Handoff | None, b
             feedback=last.get(g), trace=planner.out(1), rerun_every_time=True))
         critic = graph.node("EditAgentsCritic", id=f"r{rnd}.{g}.critic", **present(
             original=cfg["image"], plan=executor.out(1), mode="discriminator (CCA)", brain=cfg["discriminator"],
-            trace=executor.out(2), rerun_every_time=True))
+            toolbox=cfg["toolbox"], questions=cfg["questions"], trace=executor.out(2), rerun_every_time=True))
         feedback_out[g], trace_out = critic.out(0), critic.out(1)
     pick = graph.node("EditAgentsAggregator", id=f"r{rnd}.compete", **present(
         feedback_1=feedback_out["generator-1"], feedback_2=feedback_out["generator-2"], feedback_3=best,
@@ -41,7 +45,7 @@ def expand_round(graph, cfg: dict, rnd: int, last: dict, best: Handoff | None, b
         rerun_every_time=True))
     end = graph.node("EditAgentsCCARoundEnd", id=f"r{rnd}.end", best=pick.out(0), accepted=pick.out(1),
                      feedback_1=feedback_out["generator-1"], feedback_2=feedback_out["generator-2"], trace=pick.out(3),
-                     resume={"cfg": cfg, "round": rnd, "bests": bests})
+                     resume={"cfg": cfg, "round": rnd, "bests": bests, "calls": calls})
     return io.NodeOutput(end.out(0), end.out(1), end.out(2), end.out(3), expand=graph.finalize())
 
 
@@ -74,19 +78,19 @@ class CCARoundEnd(io.ComfyNode):
 
         graph = GraphBuilder()
         cfg, rnd, bests = resume["cfg"], resume["round"], resume["bests"] + [best.image]
+        calls = resume.get("calls", 0) + sum(len(c) for h in (feedback_1, feedback_2) for c in h.chains)
         best.round = max(best.round, 0)
         trace.add("loop", "cca", f"round {rnd}: best is {best.agent}; {'satisfied' if accepted else 'not yet satisfied'}",
                   round=rnd, scores={"best": best.feedback.score if best.feedback else 0.0}, preview=best.image)
         done = (accepted and cfg["early_stop"]) or rnd + 1 >= cfg["rounds"]
-        if not done:
+        if not done:  # as the in-process loop: alike results that still fail get "try another tool"
+            roles.suggest_other_tools([feedback_1.candidate(), feedback_2.candidate()],
+                                      Where(trace, "discriminator", round=rnd))
             last = {"generator-1": _next_round(feedback_1, "generator-1", rnd),
                     "generator-2": _next_round(feedback_2, "generator-2", rnd)}
-            return expand_round(graph, cfg, rnd + 1, last, best, bests, trace)
-        calls = sum(len(c) for c in best.chains)
-        trace.summary = {"rounds": rnd + 1, "stopped_early": bool(accepted and cfg["early_stop"] and rnd + 1 < cfg["rounds"]),
-                         "best": {"agent": best.agent, "score": best.feedback.score if best.feedback else None,
-                                  "plan": best.plan.summary()}, "tool_calls_of_best": calls, "mode": "role nodes",
-                         "unsupported": best.plan.unsupported}
+            return expand_round(graph, cfg, rnd + 1, last, best, bests, trace, calls)
+        trace.summary = summary(rnd + 1, calls, bool(accepted and cfg["early_stop"] and rnd + 1 < cfg["rounds"]), best,
+                                cfg["started"], "role nodes")
         missing = f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else ""
         return io.NodeOutput(arrays_to_image_batch([best.image]), arrays_to_image_batch(bests), trace, best,
                              ui={"text": [f"{rnd + 1} round(s) as role nodes; best {best.agent}, score "

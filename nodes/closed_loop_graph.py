@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
+from ..agents.loops import closed_loop_summary as summary
 from ..agents.records import Handoff, HistoryContext, Plan
 from .apply_tools import RESUME
 from .common import present
@@ -71,6 +72,7 @@ class ClosedLoopStep(io.ComfyNode):
         cfg, state = resume["cfg"], dict(resume["state"])
         state["trace"] = trace
         state["tries"] = state["tries"] + [feedback]
+        state["calls"] = state.get("calls", 0) + sum(len(c) for c in feedback.chains)
         state["images"] = state["images"] + [feedback.image]
         sub = state["plan"].subtasks[state["subtask"]]
         fb = feedback.feedback
@@ -90,27 +92,24 @@ class ClosedLoopStep(io.ComfyNode):
                   subtask=sub.index, scores={"score": best.feedback.score}, preview=best.image)
         state.update(current=best.image, accepted=state["accepted"] + [ok], tries=[], attempt=0,
                      subtask=state["subtask"] + 1,
-                     unjudged=state.get("unjudged", []) + ([sub.index] if not best.feedback.judged else []))
+                     unjudged=state["unjudged"] + ([sub.index] if not best.feedback.judged else []))
         if state["subtask"] < len(state["plan"].subtasks):
             return expand_attempt(graph, cfg, state, None)
-        trace.summary = {"subtasks": len(state["plan"].subtasks), "accepted": state["accepted"],
-                         "unjudged": state.get("unjudged", []),
-                         "attempts": len(state["images"]), "unsupported": state["plan"].unsupported,
-                         "plan": state["plan"].summary(), "mode": "role nodes"}
+        trace.summary = summary(state["plan"], state["accepted"], state["unjudged"], len(state["images"]),
+                                state["calls"], state["started"], "role nodes")
         return io.NodeOutput(arrays_to_image_batch([state["current"]]), arrays_to_image_batch(state["images"]), trace,
                              best, ui={"text": [f"{len(state['plan'].subtasks)} subtask(s) as role nodes, accepted "
                                                 f"{state['accepted']}"]})
 
 
-def start(graph, cfg: dict, image, plan: Plan, trace) -> io.NodeOutput:
+def start(graph, cfg: dict, image, plan: Plan, trace, started: float) -> io.NodeOutput:
     current = image_batch_to_arrays(image)[0]
     history = HistoryContext()
     history.add("plan", plan.summary())
     state = {"plan": plan, "subtask": 0, "attempt": 0, "current": current, "tries": [], "images": [], "accepted": [],
-             "trace": trace, "history": history}
+             "unjudged": [], "calls": 0, "trace": trace, "history": history, "started": started}
     if not plan.subtasks:
-        trace.summary = {"subtasks": 0, "accepted": [], "attempts": 0, "unsupported": plan.unsupported,
-                         "plan": plan.summary(), "mode": "role nodes"}
+        trace.summary = summary(plan, [], [], 0, 0, started, "role nodes")
         return io.NodeOutput(image, image, trace, Handoff(cfg["request"], plan, image=current))
     return expand_attempt(graph, cfg, state, None)
 

@@ -5,6 +5,8 @@ brain falls back to the planner's, and a missing planner brain to the offline ru
 """
 from __future__ import annotations
 
+import time
+
 from comfy_api.latest import io
 
 from ..agents.brain import close_brains
@@ -24,6 +26,12 @@ def _continue(graph, node_id: str, tag: str, inputs: dict, resume: dict):
     """The next round or subtask as a clone of this node (ComfyUI node expansion)."""
     nxt = graph.node(node_id, id=tag, resume=resume, **present(**inputs))
     return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), nxt.out(3), expand=graph.finalize())
+
+
+def uses_graph_tools(tools) -> bool:
+    """Whether the chosen toolbox offers a graph tool (then the loop runs as role nodes, which can expand it);
+    graph tools wired to the Toolbox but left out of its selection do not count."""
+    return any(tools.get(name).category == "graph" for name in tools.names())
 
 
 def _brain(name: str, what: str) -> io.Input:
@@ -112,21 +120,31 @@ class CCALoop(Rerunnable, io.ComfyNode):
         planner = planner_brain or RuleBrain()
         executor = executor_brain or planner
         second = generator_2_brain or (RuleBrain(boldness=1.6) if isinstance(executor, RuleBrain) else executor)
-        generators = [Generator("generator-1", planner, executor), Generator("generator-2", generator_2_brain or planner, second)]
+        generators = [Generator("generator-1", planner, executor),
+                      Generator("generator-2", generator_2_brain or planner, second)]
         discriminator = discriminator_brain or planner
         competitor = competitor_brain or discriminator
-        graph_tools = tools.runtime.extras.get("graph_tools") if tools.runtime is not None else None
+        graph_tools = uses_graph_tools(tools)
         if graph_tools and resume is None:  # graph tools must run as nodes: build each round from role nodes
+            from ..agents.loops import cca_questions
+            from ..agents.roles import Where
+            from ..agents.trace import Trace
             from .cca_graph import expand_round
 
-            brains = {"generator-1": {"planner": planner_brain, "executor": executor_brain or planner_brain},
-                      "generator-2": {"planner": generator_2_brain or planner_brain,
-                                      "executor": generator_2_brain or executor_brain or planner_brain}}
-            cfg = dict(image=image, instruction=instruction, caption=caption, toolbox=toolbox, brains=brains,
-                       discriminator=discriminator_brain or planner_brain,
-                       competitor=competitor_brain or discriminator_brain or planner_brain, rounds=rounds,
-                       early_stop=early_stop, restart_from_original=restart_from_original, min_score=min_score)
-            return expand_round(graph, cfg, 0, {}, None, [], None)
+            trace = stream(Trace(title="CCA (role nodes)"), node_id())
+            try:  # the discriminator's caption and questions, once for every round (as in-process)
+                auto_caption, questions = await cca_questions(discriminator, request, tools, img,
+                                                              Where(trace, "discriminator", round=0))
+            finally:
+                await close_brains(discriminator)
+
+            # the brains as worked out above, so role nodes think exactly as in-process (generator 2 the bolder)
+            brains = {g.name: {"planner": g.planner, "executor": g.executor} for g in generators}
+            cfg = dict(image=image, instruction=instruction, caption=caption or auto_caption, toolbox=toolbox,
+                       brains=brains, questions=questions, discriminator=discriminator, competitor=competitor,
+                       rounds=rounds, early_stop=early_stop, restart_from_original=restart_from_original,
+                       min_score=min_score, started=time.perf_counter())
+            return expand_round(graph, cfg, 0, {}, None, [], trace)
         stop, bar = _stop_and_progress(rounds)
         state = resume["state"] if resume else cca_start(generators, settings)
         stream(state.trace, node_id(), replay=False)
@@ -207,13 +225,13 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
         executor, aggregator = executor_brain or planner, aggregator_brain or planner
         experts = [b or planner for b in (expert_1_brain, expert_2_brain, expert_3_brain)]
         stop, bar = _stop_and_progress(100)
-        graph_tools = tools.runtime.extras.get("graph_tools") if tools.runtime is not None else None
+        graph_tools = uses_graph_tools(tools)
         if graph_tools and resume is None:  # graph tools must run as nodes: attempts are built from role nodes
             from ..agents.roles import Where, plan as make_plan
             from ..agents.trace import Trace
             from .closed_loop_graph import start
 
-            trace = stream(Trace(title="IMAGAgent closed loop (role nodes)"), node_id())
+            trace, started = stream(Trace(title="IMAGAgent closed loop (role nodes)"), node_id()), time.perf_counter()
             try:
                 the_plan = await make_plan(planner, request, tools, img, Where(trace, "imagagent", should_stop=stop))
             finally:
@@ -222,7 +240,7 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
                        experts=[expert_1_brain or planner_brain, expert_2_brain or planner_brain,
                                 expert_3_brain or planner_brain],
                        aggregator=aggregator_brain or planner_brain, max_attempts=max_attempts, accept_score=accept_score)
-            return start(graph, cfg, image, the_plan, trace)
+            return start(graph, cfg, image, the_plan, trace, started)
         try:
             state = resume["state"] if resume else await closed_loop_start(img, request, tools, planner, settings, stop)
             stream(state.trace, node_id(), replay=resume is None)  # the plan step came before the stream was attached

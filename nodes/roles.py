@@ -74,7 +74,8 @@ class Planner(Rerunnable, io.ComfyNode):
                                     rival_feedback=rival_feedback.feedback if rival_feedback else None)
         finally:
             await close_brains(b)
-        handoff = Handoff(request, plan, round=rnd, agent=feedback.agent if feedback else "agent")
+        handoff = Handoff(request, plan, round=rnd, agent=feedback.agent if feedback else "agent",
+                          questions=_questions_of(feedback, rival_feedback, request))
         return io.NodeOutput(handoff, tr, ui={"text": [plan.summary()]})
 
 
@@ -118,11 +119,9 @@ class Executor(Rerunnable, io.ComfyNode):
                 w = where(tr, plan.agent, round=plan.round, subtask=sub.index)
                 if plan.chains and len(plan.chains) == len(plan.plan.subtasks) and feedback is None:
                     chain = plan.chains[sub.index]  # decided already (e.g. by the Perceiver)
-                else:
-                    previous = None
-                    if feedback is not None:
-                        previous = next((c for s, c in zip(feedback.plan.subtasks, feedback.chains) if s.tool == sub.tool), None)
-                    fb = roles.subtask_feedback(feedback.feedback, sub.index) if feedback is not None and previous else None
+                else:  # the earlier plan's matching subtask (by goal, then tool): its chain and its feedback
+                    previous, fb = (roles.earlier_attempt(feedback.plan, feedback.chains, feedback.feedback, sub)
+                                    if feedback is not None else (None, None))
                     chain = await roles.execute(b, sub, tools, current, w, history=plan.history, previous=previous,
                                                 feedback=fb)
                 if tools.get(sub.tool).category == "graph":
@@ -134,7 +133,7 @@ class Executor(Rerunnable, io.ComfyNode):
                 chains.append(chain)
         finally:
             await close_brains(b)
-        out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round)
+        out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, questions=plan.questions)
         labels = "; ".join(", ".join(c.label() for c in chain) for chain in chains)
         return io.NodeOutput(arrays_to_image_batch([current]), out, tr, ui={"text": [labels or "(nothing to do)"]})
 
@@ -167,22 +166,34 @@ class Critic(Rerunnable, io.ComfyNode):
                 PLAN.Input("plan", tooltip="The Executor's plan output (it carries the edited image and the chains)."),
                 io.Combo.Input("mode", options=["discriminator (CCA)"] + [f"expert: {e}" for e in EXPERTS],
                                default="discriminator (CCA)", tooltip="How to judge: CCA's discriminator, or one of IMAGAgent's experts."),
-                _brain_in(what="the critic"), _trace_in(), rerun_input(),
+                _brain_in(what="the critic"),
+                TOOLBOX.Input("toolbox", optional=True,
+                              tooltip="Discriminator: its model folders; when they hold the aesthetic predictor (models/"
+                                      "aesthetic/ with a CLIP in models/clip-hf/), the quality score averages the brain's "
+                                      "rating with it."),
+                _trace_in(), rerun_input(),
+                RESUME.Input("questions", optional=True, tooltip="Internal: the CCA Loop's questions for the request, "
+                                                                 "shared by every critic; leave unconnected."),
             ],
             outputs=[FEEDBACK.Output(display_name="feedback", tooltip="For an Aggregator, or the next round's Planner/Executor."),
                      TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
         )
 
     @classmethod
-    async def execute(cls, original, plan, mode, rerun_every_time, brain=None, trace=None) -> io.NodeOutput:
+    async def execute(cls, original, plan, mode, rerun_every_time, brain=None, toolbox=None, trace=None,
+                      questions=None) -> io.NodeOutput:
         before, b = one_image(original, "Critic"), brain_or_rule(brain)
         if plan.image is None:
             raise ValueError("Critic: connect the Executor's plan output (it carries the edited image)")
         tr = continue_trace(trace, "Critic")
+        asked = questions or plan.questions
         try:
             if mode.startswith("discriminator"):
-                fb = await roles.discriminate(b, plan.request, plan.plan, before, plan.image,
-                                              where(tr, "discriminator", round=plan.round))
+                w = where(tr, "discriminator", round=plan.round)
+                if not asked:  # the first critic of a hand-built chain: the request's questions, passed on from here
+                    asked = await roles.write_questions(b, plan.request, tools_or_classic(toolbox), before, w)
+                fb = await roles.discriminate(b, plan.request, plan.plan, before, plan.image, w, asked,
+                                              roles.aesthetic_rater(toolbox))
             else:
                 expert = mode.split(": ", 1)[1]
                 crits: list[Critique] = [await roles.critique(b, expert, s, before, plan.image,
@@ -191,8 +202,16 @@ class Critic(Rerunnable, io.ComfyNode):
                 fb = _merge_critiques(crits)
         finally:
             await close_brains(b)
-        out = Handoff(plan.request, plan.plan, plan.chains, plan.image, fb, plan.agent, plan.round)
+        out = Handoff(plan.request, plan.plan, plan.chains, plan.image, fb, plan.agent, plan.round, questions=asked)
         return io.NodeOutput(out, tr, ui={"text": [_feedback_text(fb)]})
+
+
+def _questions_of(feedback: Handoff | None, rival: Handoff | None, request: EditRequest):
+    """The request's questions a critic wrote earlier, so the next round is graded on the same ones."""
+    for h in (feedback, rival):
+        if h is not None and h.questions and h.request.instruction == request.instruction:
+            return h.questions
+    return None
 
 
 def _merge_critiques(crits: list[Critique]) -> Feedback:
@@ -207,6 +226,7 @@ def _merge_critiques(crits: list[Critique]) -> Feedback:
 def _feedback_text(fb: Feedback) -> str:
     lines = [f"score {fb.score:.1f}/10"]
     lines += [f"{q.answer:>7}: {q.text} ({q.explanation})" for q in fb.questions]
+    lines += [f"suggestion: {s.text}" for s in fb.suggestions]
     lines += [f"{c.expert}: {c.score:.1f} + {c.positive or '-'} / - {c.negative or '-'}" if c.judged
               else f"{c.expert}: could not judge ({c.negative or '-'})" for c in fb.experts]
     if fb.negative and not fb.questions:

@@ -131,6 +131,13 @@ def test_cca_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, cup)
     assert len(graph_calls) == 4  # two generators x two rounds
     ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}
     assert any(n.endswith("r1.generator-2.critic") for n in ran) and any(".12" in n for n in ran)
+    # as in-process: the request's questions are written once and every critic answers the same ones
+    asked = [s for s in trace["steps"] if s["role"] == "questions"]
+    answered = [s for s in trace["steps"] if s["role"] == "answers" and "text" in s["inputs"]]
+    assert len(asked) == 1 and len(answered) == 4 and len({s["inputs"]["text"] for s in answered}) == 1
+    # the toolbox's model folders hold the (tiny) aesthetic predictor: the quality score averages it in
+    rated = [s for s in trace["steps"] if s["action"].startswith("overall quality")]
+    assert len(rated) == 4 and all("aesthetic" in s["scores"] for s in rated)
 
 
 def test_cca_role_nodes_do_not_stop_early_while_part_of_the_request_is_not_done(comfy, comfy_server, cup):
@@ -141,6 +148,21 @@ def test_cca_role_nodes_do_not_stop_early_while_part_of_the_request_is_not_done(
     assert summary["unsupported"] and any(s["action"].startswith("no early stop") for s in trace["steps"])
     text = " ".join(t for o in result.outputs.values() for t in o.get("text", []))
     assert "not done: " in text
+
+
+def test_a_graph_tool_left_out_of_the_toolbox_keeps_the_loops_in_process(comfy, cup):
+    """The switch to role nodes follows the chosen toolbox, not what is wired to it; and both runners write
+    summaries with the same keys."""
+    role_nodes = comfy.call("run", cca_with_graph_tool(cup, "brighter", True))
+    prompt = cca_with_graph_tool(cup, "brighter", True)
+    prompt["2"]["inputs"]["exclude"] = "scale_and_blur"
+    in_process = comfy.call("run", prompt)
+    summaries = [next(o["edit_agents_trace"][0]["summary"] for o in r.outputs.values() if "edit_agents_trace" in o)
+                 for r in (role_nodes, in_process)]
+    assert [s["mode"] for s in summaries] == ["role nodes", "in-process"]
+    assert set(summaries[0]) == set(summaries[1])
+    assert summaries[0]["best"]["plan"] == summaries[1]["best"]["plan"] == "0: brighter -> brightness"
+    assert summaries[0]["tool_calls"] >= 2 and summaries[1]["tool_calls"] >= 2  # every candidate's calls, both runners
 
 
 def closed_loop_with_graph_tool(cup, instruction: str, params=PARAMS) -> dict:
@@ -167,6 +189,8 @@ def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, c
     trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
     summary = trace["summary"]
     assert summary["mode"] == "role nodes" and summary["subtasks"] == 2 and len(summary["accepted"]) == 2
+    assert summary["tool_calls"] >= 2 and summary["attempts"] >= 2
+    assert summary["unjudged"] == [1]  # a rule intent expert cannot measure what a graph tool was asked to do
     assert any("graph tool" in s["action"] for s in trace["steps"])
     assert {"expert", "aggregator"} <= {s["role"] for s in trace["steps"]}
     ran = {str(e["data"].get("node")) for e in events if e["type"] == "executing"}

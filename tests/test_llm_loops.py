@@ -17,7 +17,8 @@ TOOLS = default_registry()
 ANSWERS = {
     "planner": {"subtasks": [{"goal": "warm the light", "tool": "temperature_tint", "rationale": "asked"},
                              {"goal": "add punch", "tool": "contrast", "depends_on": [0]}], "notes": ""},
-    "questions": {"questions": [{"text": "Is it warmer?", "subtask": 0}, {"text": "More contrast?", "subtask": 1}]},
+    "questions": {"questions": [{"text": "Is it warmer?", "part": "warmer"}, {"text": "More contrast?", "part": "more punch"}]},
+    "caption": {"caption": "a cat on a sofa"},
     "answers": {"answers": [{"answer": "yes", "explanation": "warmer"}, {"answer": "yes", "explanation": "punchier"}],
                 "quality": 8.5},
     "competitor": {"best": 1, "stop": True, "reason": "the second is cleaner"},
@@ -57,6 +58,42 @@ def test_cca_follows_the_endpoint_and_generators_overlap(llm, photos):
     steps = result.trace.steps
     assert all(s.inputs["brain"] == "custom/scripted-vlm" for s in steps if s.role != "loop")
     assert sum(s.tokens for s in steps) > 0
+
+
+def test_cca_questions_are_written_once_and_feedback_follows_the_subtask_when_the_plan_changes(llm, photos):
+    """CCA's discriminator writes the questions once per request (after captioning a photo that came without a
+    caption), every candidate of every round answers the same ones, and after re-planning each subtask's
+    feedback reaches the subtask that does the same thing, not the one at the same index."""
+    def responder(seen):
+        if seen.role == "planner":
+            again = "Your previous plan" in seen.user_text()  # round 2: the same subtasks in the other order
+            subtasks = [{"goal": "warm the light", "tool": "temperature_tint"}, {"goal": "add punch", "tool": "contrast"}]
+            return Reply({"subtasks": subtasks[::-1] if again else subtasks})
+        if seen.role == "answers":
+            return Reply({"answers": [{"answer": "yes", "explanation": "warmer"},
+                                      {"answer": "no", "explanation": "still flat"}], "quality": 6})
+        if seen.role == "competitor":
+            return Reply({"best": 0, "stop": False})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    gens = [Generator("generator-1", b, b), Generator("generator-2", b, b)]
+    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch"), TOOLS, gens, b, b,
+                                 CCASettings(rounds=2)))
+    assert result.rounds == 2
+    roles_seen = [s.role for s in llm.seen]
+    assert roles_seen.count("caption") == 1 and roles_seen.count("questions") == 1
+    assert roles_seen.index("caption") < roles_seen.index("questions") < roles_seen.index("answers")
+    assert "a cat on a sofa" in [s for s in llm.seen if s.role == "questions"][0].user_text()
+    asked = {s.user_text() for s in llm.seen if s.role == "answers"}
+    assert roles_seen.count("answers") == 4 and len(asked) == 1  # 2 generators x 2 rounds, one set of questions
+    feedback_line = {}
+    for s in [s for s in llm.seen if s.role == "executor"][4:]:  # round 2: punch is subtask 0 now
+        goal = s.user_text().split("\n", 1)[0]
+        feedback_line.setdefault(goal, set()).add(s.user_text().split("Feedback on the previous attempt: ")[1].split("\n")[0])
+    assert all("still flat" in line for line in feedback_line["Subtask: add punch"])
+    assert not any("still flat" in line for line in feedback_line["Subtask: warm the light"])
+    assert result.best.feedback.suggestions and result.best.feedback.suggestions[0].goal == "add punch"
 
 
 def test_closed_loop_follows_the_endpoint_and_experts_overlap(llm, photos):

@@ -11,7 +11,8 @@ from edit_agents.agents import roles
 from edit_agents.agents.brain import BrainError, BrainRequest
 from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop)
 from edit_agents.agents.measure import measure
-from edit_agents.agents.records import Candidate, Critique, EditRequest, Plan, Subtask, ToolCall, check_chain
+from edit_agents.agents.records import (Candidate, Critique, EditRequest, Feedback, Plan, Question, Subtask, ToolCall,
+                                       check_chain)
 from edit_agents.agents.roles import Where
 from edit_agents.agents.rule_brain import RuleBrain, adjust_params, initial_params
 from edit_agents.agents.trace import Trace
@@ -94,16 +95,61 @@ def test_chain_references_must_point_back():
 
 
 def test_discriminator_questions_answers_and_report(photos):
+    """Questions come from the request alone (one per part, plus one for a part no tool does), are routed to the
+    plan's subtasks by their part, and the report says what to change."""
     img = photos["coffee"]
-    plan = Plan([Subtask(0, "make it brighter", "exposure"), Subtask(1, "black and white", "grayscale"),
-                 Subtask(2, "add a hat", "sepia")])
+    request = EditRequest("brighter, black and white, add a hat")
+    questions = run(roles.write_questions(RB, request, TOOLS, img, where()))
+    assert [q.part for q in questions][:3] == ["brighter", "black and white", "add a hat"]
+    assert all(q.subtask is None and q.answer == "unknown" for q in questions)  # no plan seen, nothing answered
+    plan = Plan([Subtask(0, "black and white", "grayscale"), Subtask(1, "brighter", "exposure")],
+                unsupported=["add a hat"])  # the other order: routing is by part, not position
     edited = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": 0.6})], img)
-    fb = run(roles.discriminate(RB, EditRequest("brighter, black and white"), plan, img, edited, where()))
-    answers = {q.subtask: q.answer for q in fb.questions}
-    assert answers[0] == "yes" and answers[1] == "no"
-    assert "brightness" in fb.per_subtask[0] and fb.per_subtask[1].startswith("no")
+    fb = run(roles.discriminate(RB, request, plan, img, edited, where(), questions))
+    answers = {q.subtask: q.answer for q in fb.questions if q.part}
+    assert answers[1] == "yes" and answers[0] == "no" and answers[None] == "unknown"  # the hat: no subtask, no check
+    assert "brightness" in fb.per_subtask[1] and fb.per_subtask[0].startswith("no")
     assert 0 <= fb.score <= 10 and not fb.satisfied(7.0)
     assert "black and white" in fb.negative
+    assert [(s.kind, s.goal) for s in fb.suggestions] == [("adjust", "black and white")]  # the hat is known unsupported
+    assert all(q.answer == "unknown" for q in questions)  # the shared questions are not written on
+
+
+def test_feedback_is_routed_to_the_matching_subtask_after_replanning():
+    old = Plan([Subtask(0, "make it warmer", "temperature_tint"), Subtask(1, "add punch", "contrast")])
+    warm, punch = [ToolCall("temperature_tint", {"temperature": 0.3})], [ToolCall("contrast", {"amount": 0.2})]
+    fb = Feedback(5.0, questions=[Question("warmer?", "yes", "warmer", 0), Question("punchier?", "no", "flat", 1)],
+                  per_subtask={0: "yes: warmer", 1: "no: flat"})
+    new = [Subtask(0, "add punch", "contrast"), Subtask(1, "warm the light", "temperature_tint"),
+           Subtask(2, "add punch", "curves")]
+    chain, note = roles.earlier_attempt(old, [warm, punch], fb, new[0])
+    assert chain == punch and note["score"] == 3.0 and "flat" in note["negative"]  # same goal, same tool
+    chain, note = roles.earlier_attempt(old, [warm, punch], fb, new[1])
+    assert chain == warm and note["score"] == 10.0  # reworded goal, same tool
+    chain, note = roles.earlier_attempt(old, [warm, punch], fb, new[2])
+    assert chain is None and note["score"] == 3.0  # same goal, another tool: the feedback, not contrast's parameters
+    assert roles.match_subtask(old, Subtask(0, "crop to square", "crop_aspect")) is None
+
+
+def test_alike_results_that_fail_get_another_tool_and_the_rule_planner_takes_it(photos):
+    img = photos["coffee"]
+    request = EditRequest("make it brighter")
+    plan = run(roles.plan(RB, request, TOOLS, img, where()))
+    assert [s.tool for s in plan.subtasks] == ["brightness"]
+    questions = run(roles.write_questions(RB, request, TOOLS, img, where()))
+    same = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": -0.2})], img)  # neither did it, both alike
+    cands = [Candidate(g, 0, plan, [[]], same.copy()) for g in ("g1", "g2")]
+    for c in cands:
+        c.feedback = run(roles.discriminate(RB, request, plan, img, c.image, where(), questions))
+    trace = Trace()
+    assert roles.suggest_other_tools(cands, roles.Where(trace, "discriminator")) == 2
+    assert [s.kind for s in cands[0].feedback.suggestions] == ["adjust", "another_tool"]
+    assert "another tool" in cands[0].feedback.per_subtask[0]
+    replanned = run(roles.plan(RB, request, TOOLS, img, where(), previous=plan, own_feedback=cands[0].feedback))
+    assert replanned.subtasks[0].tool == "exposure"  # another tool that brightens
+    assert "instead of brightness" in replanned.notes
+    cands[1].image = roles.run_chain(TOOLS, [ToolCall("exposure", {"stops": 0.5})], img)  # different: no suggestion
+    assert roles.suggest_other_tools(cands, roles.Where(trace, "discriminator")) == 0
 
 
 def test_rule_critic_says_unknown_for_what_it_cannot_measure(photos):
