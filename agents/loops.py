@@ -130,7 +130,7 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     for c in cands:
         fb = c.feedback
         last[c.agent] = c
-        history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=fb.score)
+        history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=fb.score, image=c.image)
     state.every.extend(cands)
     pool = list(cands) + ([best] if best is not None else [])
     pick, stop, reason = await roles.compete(competitor, pool, settings.min_score,
@@ -304,8 +304,7 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
         critiques = await asyncio.gather(*(roles.critique(b, name, sub, current, out, w) for name, b in panel))
         feedback = await roles.aggregate(aggregator, list(critiques), w)
         tries.append(Attempt(subtask=sub.index, number=n, chain=chain, feedback=feedback, image=out))
-        history.add("attempt", f"subtask {sub.index} attempt {n}: {', '.join(c.label() for c in chain)}; "
-                               f"negative: {feedback.negative or '-'}", score=feedback.score)
+        record_attempt(history, sub.index, n, chain, feedback, out)
         previous = chain
         # accepted, or not judged at all: a new attempt would not be judged either
         if not feedback.judged or feedback.score >= settings.accept_score:
@@ -320,10 +319,28 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
                                          f"{best.number} (score {best.score:.1f})", subtask=sub.index,
                     scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]},
                     preview=best.image)
+    record_choice(history, sub.index, best.number, len(tries), best.score, best.feedback.judged, ok)
     state.current = best.image
     state.attempts.extend(tries)
     state.accepted.append(ok)
     return state
+
+
+def record_attempt(history: HistoryContext, subtask: int, number: int, chain: list[ToolCall], feedback: Feedback,
+                   image: np.ndarray) -> None:
+    """IMAGAgent's C gains an attempt: its chain and reasoning, both sides of its feedback, a thumbnail of it."""
+    reasons = "; ".join(dict.fromkeys(c.rationale for c in chain if c.rationale))
+    history.add("attempt", f"subtask {subtask} attempt {number}: {', '.join(c.label() for c in chain)}"
+                           + (f"; reasoning: {reasons[:300]}" if reasons else "")
+                           + f"; positive: {feedback.positive or '-'}; negative: {feedback.negative or '-'}",
+                score=feedback.score, image=image)
+
+
+def record_choice(history: HistoryContext, subtask: int, number: int, tries: int, score: float, judged: bool,
+                  accepted: bool) -> None:
+    """...and the result kept for a subtask (its thumbnail is the attempt's, already in C)."""
+    verdict = "accepted" if accepted else "kept the best, not accepted," if judged else "kept, not judged,"
+    history.add("result", f"subtask {subtask}: {verdict} attempt {number} of {tries}", score=score)
 
 
 async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistry, executor: Brain, experts: list[Brain],

@@ -195,27 +195,51 @@ class Candidate:
 
 @dataclass
 class HistoryEntry:
-    kind: str  # plan / attempt / feedback / candidate
+    kind: str  # plan / attempt / candidate / result
     text: str
     score: float | None = None
-    image: int | None = None  # index of an image kept by the loop
+    image: np.ndarray | None = field(default=None, repr=False)  # a thumbnail of what this step produced
+
+
+THUMBNAIL_SIDE = 128  # px, longest side: enough to see what an attempt did, small enough for every request
 
 
 @dataclass
 class HistoryContext:
-    """IMAGAgent's C: the plans, images and feedback so far, fed to every later decision."""
+    """IMAGAgent's C: the plans, attempts (reasoning, feedback, a thumbnail of the result) and the results kept
+    so far, fed to every later decision. Bounded: a prompt sees the last ``limit`` entries and the thumbnails
+    of the last ``max_images`` of them; older thumbnails are dropped."""
 
     entries: list[HistoryEntry] = field(default_factory=list)
     limit: int = 12  # how many recent entries a prompt sees
+    max_images: int = 4  # how many thumbnails a request carries
 
-    def add(self, kind: str, text: str, score: float | None = None, image: int | None = None) -> None:
-        self.entries.append(HistoryEntry(kind, text, score, image))
+    def add(self, kind: str, text: str, score: float | None = None, image: np.ndarray | None = None) -> None:
+        thumb = None
+        if image is not None:
+            from ..tools.imageops import resize_longest
+
+            thumb = np.ascontiguousarray(resize_longest(np.asarray(image, np.float32), THUMBNAIL_SIDE))
+        self.entries.append(HistoryEntry(kind, text, score, thumb))
+        for old in self.entries[:-self.limit]:
+            old.image = None  # out of every prompt's window: keep the text, free the pixels
+
+    def _shown(self) -> tuple[list[HistoryEntry], dict[int, int]]:
+        recent = self.entries[-self.limit:]
+        pictured = [e for e in recent if e.image is not None][-self.max_images:]
+        return recent, {id(e): n for n, e in enumerate(pictured, 1)}
 
     def render(self) -> str:
-        recent = self.entries[-self.limit:]
+        recent, numbers = self._shown()
         if not recent:
             return "(nothing yet)"
-        return "\n".join(f"- [{e.kind}] {e.text}" + (f" (score {e.score:.1f})" if e.score is not None else "") for e in recent)
+        return "\n".join(f"- [{e.kind}] {e.text}" + (f" (score {e.score:.1f})" if e.score is not None else "")
+                         + (f" [thumbnail {numbers[id(e)]}]" if id(e) in numbers else "") for e in recent)
+
+    def images(self) -> list[np.ndarray]:
+        """The thumbnails ``render`` refers to, in the order of their numbers."""
+        recent, numbers = self._shown()
+        return [e.image for e in recent if id(e) in numbers]
 
 
 @dataclass

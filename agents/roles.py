@@ -70,17 +70,19 @@ async def interruptible(call, should_stop: Callable[[], None] | None, poll_s: fl
             await asyncio.gather(task, return_exceptions=True)
 
 
-async def _ask(brain: Brain, request: BrainRequest, where: Where, action: str) -> BrainAnswer:
+async def _ask(brain: Brain, request: BrainRequest, where: Where, action: str,
+               preview: np.ndarray | None = None) -> BrainAnswer:
     if where.should_stop:
         where.should_stop()
     start = time.perf_counter()
     request.agent = where.agent
     answer = await interruptible(brain.ask(request), where.should_stop)
     where.trace.add(request.role, where.agent, action, started=start, round=where.round, subtask=where.subtask,
-                    attempt=where.attempt, inputs={"brain": brain.name, "text": request.text[:600]},
+                    attempt=where.attempt,
+                    inputs={"brain": brain.name, "text": request.text[:600], "images": len(request.images)},
                     outputs={**answer.data, **({"notes": answer.notes} if answer.notes else {})},
                     tokens=answer.tokens, cost=round(answer.cost, 6),
-                    preview=request.images[-1] if request.images else None)  # what the role looked at
+                    preview=preview if preview is not None else request.images[-1] if request.images else None)
     return answer
 
 
@@ -99,10 +101,10 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
         text=prompt("planner_user", instruction=request.instruction or "(none: improve the photo)", mode=request.mode,
                     mood=f"({request.mood})" if request.mood else "", caption=request.caption or "(unknown)",
                     history=(history or HistoryContext()).render(), reflection=reflection),
-        schema=schemas.plan_schema(tools.names()), images=[image],
+        schema=schemas.plan_schema(tools.names()), images=[image, *(history.images() if history else [])],
         context={"request": request, "tools": tools.specs(), "stats": image_statistics(image), "previous": previous,
                  "own_feedback": own_feedback, "rival_plan": rival_plan, "rival_feedback": rival_feedback})
-    data = (await _ask(brain, req, where, "plan")).data
+    data = (await _ask(brain, req, where, "plan", preview=image)).data
     subtasks = [Subtask(index=i, goal=s["goal"], tool=s["tool"], rationale=s.get("rationale", ""),
                         depends_on=[d for d in s.get("depends_on", []) if d < i]) for i, s in enumerate(data["subtasks"])]
     return Plan(subtasks=subtasks, unsupported=list(data.get("unsupported", [])), notes=data.get("notes", ""))
@@ -133,9 +135,9 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
         role="executor", system=prompt("executor", manual=spec.manual()),
         text=prompt("executor_user", goal=subtask.goal, previous=prev_params if prev_params is not None else "(first attempt)",
                     feedback=_subtask_feedback_text(feedback), history=(history or HistoryContext()).render()),
-        schema=schemas.chain_schema(spec), images=[image],
+        schema=schemas.chain_schema(spec), images=[image, *(history.images() if history else [])],
         context={"goal": subtask.goal, "spec": spec, "previous": prev_params, "feedback": feedback})
-    answer = await _ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}")
+    answer = await _ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
     chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
     try:
         check_chain(chain)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from comfy_api.latest import io
 
 from ..agents.loops import closed_loop_summary as summary
+from ..agents.loops import record_attempt, record_choice
 from ..agents.records import Handoff, HistoryContext, Plan
 from .apply_tools import RESUME
 from .common import present
@@ -75,10 +76,8 @@ class ClosedLoopStep(io.ComfyNode):
         state["calls"] = state.get("calls", 0) + sum(len(c) for c in feedback.chains)
         state["images"] = state["images"] + [feedback.image]
         sub = state["plan"].subtasks[state["subtask"]]
-        fb = feedback.feedback
-        state["history"].add("attempt", f"subtask {sub.index} attempt {state['attempt']}: "
-                                        f"{', '.join(c.label() for chain in feedback.chains for c in chain)}; "
-                                        f"negative: {fb.negative or '-'}", score=fb.score)  # as the in-process loop
+        record_attempt(state["history"], sub.index, state["attempt"], [c for chain in feedback.chains for c in chain],
+                       feedback.feedback, feedback.image)  # as the in-process loop
         # an attempt no expert could judge is not retried: the next one could not be judged either
         if not accepted and feedback.feedback.judged and state["attempt"] + 1 < cfg["max_attempts"]:
             state["attempt"] += 1
@@ -90,6 +89,8 @@ class ClosedLoopStep(io.ComfyNode):
         trace.add("loop", "imagagent", f"subtask {sub.index}: {verdict} {len(state['tries'])} attempt(s) "
                                        f"(score {best.feedback.score:.1f})",
                   subtask=sub.index, scores={"score": best.feedback.score}, preview=best.image)
+        record_choice(state["history"], sub.index, state["tries"].index(best), len(state["tries"]), best.feedback.score,
+                      best.feedback.judged, ok)
         state.update(current=best.image, accepted=state["accepted"] + [ok], tries=[], attempt=0,
                      subtask=state["subtask"] + 1,
                      unjudged=state["unjudged"] + ([sub.index] if not best.feedback.judged else []))

@@ -198,6 +198,7 @@ def test_closed_loop_calls_graph_tools_through_role_nodes(comfy, comfy_server, c
     # IMAGAgent's history C reaches the executor of the next subtask, as in the in-process loop
     second = [s for s in trace["steps"] if s["role"] == "executor" and s.get("subtask") == 1 and "text" in s["inputs"]]
     assert second and "subtask 0 attempt 0: " in second[0]["inputs"]["text"]
+    assert second[0]["inputs"]["images"] == 2  # the photo, and the thumbnail of subtask 0's attempt
 
 
 def test_role_nodes_report_a_subtask_no_expert_could_judge(comfy, comfy_server, cup):

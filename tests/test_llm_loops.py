@@ -3,8 +3,11 @@ they follow its decisions, and independent calls (two generators, three experts)
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 
 import numpy as np
+from PIL import Image
 
 from edit_agents.agents.loops import CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
@@ -129,6 +132,12 @@ def test_closed_loop_retries_on_low_scores_with_the_feedback(llm, photos):
     assert [a.score for a in result.attempts] == [3.0, 9.0]  # S is the experts' mean, computed in code
     second_executor = [s for s in llm.seen if s.role == "executor"][1]
     assert "not warm enough" in second_executor.user_text()  # the feedback reached the executor
+    # IMAGAgent's history C: the first attempt's chain, feedback and a thumbnail of it ride along
+    assert "subtask 0 attempt 0: temperature_tint(" in second_executor.user_text()
+    assert "[thumbnail 1]" in second_executor.user_text() and len(second_executor.images()) == 2
+    thumb = Image.open(io.BytesIO(base64.b64decode(second_executor.images()[1].split(",", 1)[1])))
+    assert max(thumb.size) == 128
+    assert len([s for s in llm.seen if s.role == "executor"][0].images()) == 1  # nothing in C yet
     assert np.isfinite(result.image).all()
 
 

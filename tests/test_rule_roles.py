@@ -322,3 +322,17 @@ def test_loop_traces_round_trip_through_json(photos):
     assert back.to_dict() == json.loads(result.trace.to_json())
     assert {s.role for s in back.steps} >= {"planner", "executor", "expert", "aggregator", "loop"}
     assert all(s.wall_ms >= 0 for s in back.steps)
+
+
+def test_history_carries_bounded_thumbnails_numbered_as_in_the_text():
+    from edit_agents.agents.records import HistoryContext
+    history = HistoryContext()
+    history.add("plan", "0: brighter -> exposure")
+    for n in range(20):
+        history.add("attempt", f"attempt {n}", score=float(n), image=np.full((300, 600, 3), n / 20, np.float32))
+    text, images = history.render(), history.images()
+    assert len(images) == 4 and all(i.shape == (64, 128, 3) for i in images)  # the last four, at 128 px
+    assert [round(float(i.mean()) * 20) for i in images] == [16, 17, 18, 19]
+    assert "attempt 16 (score 16.0) [thumbnail 1]" in text and "attempt 19 (score 19.0) [thumbnail 4]" in text
+    assert "[thumbnail" not in text.split("attempt 16")[0]  # older entries in the window are text only
+    assert sum(e.image is not None for e in history.entries) == 12  # outside the window the pixels are dropped
