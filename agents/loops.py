@@ -299,7 +299,8 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
             on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {n + 1}")
         fb_for_executor = None if feedback is None else {"score": feedback.score, "positive": feedback.positive,
                                                           "negative": feedback.negative}
-        chain = await roles.execute(executor, sub, tools, current, w, history, previous, fb_for_executor)
+        # IMAGAgent's orchestrator: the planner's tool is a suggestion, an attempt may choose another
+        chain = await roles.execute(executor, sub, tools, current, w, history, previous, fb_for_executor, any_tool=True)
         out = await asyncio.to_thread(roles.run_chain, tools, chain, current)
         critiques = await asyncio.gather(*(roles.critique(b, name, sub, current, out, w) for name, b in panel))
         feedback = await roles.aggregate(aggregator, list(critiques), w)

@@ -256,6 +256,7 @@ class Handoff:
     round: int = 0
     history: "HistoryContext | None" = None  # IMAGAgent's C, when a loop's role nodes carry it to the executor
     questions: list[Question] | None = None  # CCA: the request's questions, written once and reused by later critics
+    orchestrate: bool = False  # IMAGAgent: the executor may choose any tool of the toolbox (the plan's is a suggestion)
 
     def candidate(self) -> "Candidate":
         if self.image is None:

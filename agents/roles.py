@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..tools.spec import ToolCallError, ToolRegistry
+from ..tools.spec import ToolCallError, ToolRegistry, ToolSpec
 from . import schemas
 from .brain import Brain, BrainAnswer, BrainRequest
 from .records import (Candidate, Critique, EditRequest, Feedback, HistoryContext, Plan, Question, Subtask, Suggestion,
@@ -96,6 +96,7 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
         reflection = prompt("reflection", own_plan=previous.summary(),
                             own_feedback=_feedback_text(own_feedback), rival_plan=rival_plan.summary() if rival_plan else "(none)",
                             rival_feedback=_feedback_text(rival_feedback))
+    tools = tools.runnable()  # a planner is never offered a model tool that cannot run here
     req = BrainRequest(
         role="planner", system=prompt("planner", tools=tools.planner_catalogue()),
         text=prompt("planner_user", instruction=request.instruction or "(none: improve the photo)", mode=request.mode,
@@ -125,23 +126,85 @@ def _feedback_text(fb: Feedback | None) -> str:
 
 # -- executor -----------------------------------------------------------------------------
 
-async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np.ndarray, where: Where,
-                  history: HistoryContext | None = None, previous: list[ToolCall] | None = None,
-                  feedback: dict[str, Any] | None = None) -> list[ToolCall]:
-    """The executor sees only its subtask's tool manual, and returns a validated tool chain."""
+def executor_tools(tools: ToolRegistry, subtask: Subtask, any_tool: bool = False) -> list[ToolSpec]:
+    """The tools an executor may chain: the subtask's tool first; the toolbox's localisation and mask helpers
+    when that tool takes a mask (ground -> grow -> inpaint); with ``any_tool`` (IMAGAgent's orchestrator, for
+    which the planner's tool is a suggestion) every other tool of the toolbox but graph tools, which run alone."""
     spec = tools.get(subtask.tool)  # a tool outside the toolbox: ToolCallError naming the allowed ones
-    prev_params = previous[0].params if previous else None
-    req = BrainRequest(
-        role="executor", system=prompt("executor", manual=spec.manual()),
-        text=prompt("executor_user", goal=subtask.goal, previous=prev_params if prev_params is not None else "(first attempt)",
-                    feedback=_subtask_feedback_text(feedback), history=(history or HistoryContext()).render()),
-        schema=schemas.chain_schema(spec), images=[image, *(history.images() if history else [])],
-        context={"goal": subtask.goal, "spec": spec, "previous": prev_params, "feedback": feedback})
-    answer = await _ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
-    chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
+    takes_mask = any(p.type == "mask" for p in spec.params)
+    usable = tools.runnable().specs()
+    helpers = [s for s in usable if s.category == "localise" and s.name != spec.name]
+    others = [s for s in usable if s.category not in ("localise", "graph") and s.name != spec.name]
+    if spec.category == "graph" and not any_tool:
+        return [spec]
+    return [spec, *(helpers if takes_mask or any_tool else []), *(others if any_tool else [])]
+
+
+def check_steps(chain: list[ToolCall], tools: ToolRegistry, subtask: Subtask, any_tool: bool = False) -> None:
+    """What a schema cannot say about a chain: each step reads the input or an earlier step; a mask parameter
+    names an earlier step that made a mask; an image tool does not edit a mask; the chain ends with an image;
+    it does the subtask's own tool (unless the orchestrator may choose); a graph tool runs alone."""
     try:
         check_chain(chain)
     except ValueError as err:
+        raise ToolCallError(str(err)) from None
+    specs = [tools.get(c.tool) for c in chain]
+    for i, (call, spec) in enumerate(zip(chain, specs)):
+        if call.source != "input" and spec.returns == "image" and specs[int(call.source[5:])].returns == "mask":
+            raise ToolCallError(f"step {i} ({call.tool}) edits {call.source}, which is a mask; let it edit 'input' and "
+                                f"pass the mask as a parameter, e.g. mask='{call.source}'")
+        for p in spec.params:
+            value = call.params.get(p.name)
+            if p.type != "mask" or not isinstance(value, str):
+                continue
+            kind, _, num = value.partition(":")
+            if kind != "step" or not num.isdigit() or int(num) >= i or specs[int(num)].returns != "mask":
+                made = [f"step:{j}" for j in range(i) if specs[j].returns == "mask"]
+                raise ToolCallError(f"step {i} ({call.tool}) takes {p.name}={value!r}, but that is not an earlier step "
+                                    f"that makes a mask; use one of {made or 'none yet: add a ground step first'}")
+    if specs[-1].returns != "image":
+        raise ToolCallError(f"the chain ends with {chain[-1].tool}, which makes a mask; end with a step that uses it")
+    if not any_tool and subtask.tool not in {c.tool for c in chain}:
+        raise ToolCallError(f"the chain never runs {subtask.tool}, the subtask's tool; the other steps may only "
+                            "prepare its mask")
+    if len(chain) > 1 and any(s.category == "graph" for s in specs):
+        raise ToolCallError("a graph tool runs alone in its chain (it is expanded into ComfyUI nodes); drop the other steps")
+
+
+def _main_step(chain: list[ToolCall] | None, tool: str) -> ToolCall | None:
+    if not chain:
+        return None
+    return next((c for c in reversed(chain) if c.tool == tool), None)
+
+
+async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np.ndarray, where: Where,
+                  history: HistoryContext | None = None, previous: list[ToolCall] | None = None,
+                  feedback: dict[str, Any] | None = None, any_tool: bool = False) -> list[ToolCall]:
+    """The executor reads its subtask's tool manual (and its helpers'), and returns a validated tool chain."""
+    allowed = executor_tools(tools, subtask, any_tool)
+    spec, extra = allowed[0], allowed[1:]
+    helpers = [s for s in extra if s.category == "localise"]
+    others = [s for s in extra if s.category != "localise"]
+    main = _main_step(previous, spec.name)
+    shown = ", ".join(c.label() for c in previous) if previous else "(first attempt)"
+    req = BrainRequest(
+        role="executor",
+        system=prompt("executor", manual=spec.manual(),
+                      helpers=("Helpers that may come before it, to make its mask (pass one as mask='step:N'):\n\n"
+                               + "\n\n".join(h.manual() for h in helpers)) if helpers else "",
+                      others=("The tool above is the planner's suggestion. If it cannot do the subtask (see the "
+                              "history), you may use another tool instead:\n" + tools.subset(
+                                  names=[o.name for o in others]).planner_catalogue()) if others else ""),
+        text=prompt("executor_user", goal=subtask.goal, previous=shown,
+                    feedback=_subtask_feedback_text(feedback), history=(history or HistoryContext()).render()),
+        schema=schemas.chain_schema(allowed), images=[image, *(history.images() if history else [])],
+        context={"goal": subtask.goal, "spec": spec, "helpers": helpers, "previous": main.params if main else None,
+                 "feedback": feedback})
+    answer = await _ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
+    chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
+    try:
+        check_steps(chain, tools, subtask, any_tool)
+    except ToolCallError as err:
         raise ToolCallError(f"{brain.name} returned an invalid tool chain: {err}") from None
     validated = []
     for call in chain:

@@ -151,6 +151,42 @@ def parse_angle(text: str) -> float:
     return angle
 
 
+def _the(phrase: str) -> str:
+    phrase = phrase.strip().strip(".,;")
+    return phrase if re.match(r"(the|a|an|his|her|their|my)\b", phrase) else f"the {phrase}"
+
+
+def inpaint_target(goal: str) -> tuple[str, str] | None:
+    """(what to find, what to paint there) for 'replace X with Y' and 'remove X', else None."""
+    low = goal.strip().rstrip(".").lower()
+    if m := re.search(r"\breplace (.+?) with (.+)$", low):
+        return _the(m.group(1)), m.group(2).strip()
+    if m := re.search(r"\b(?:remove|erase|get rid of) (.+)$", low):
+        return _the(m.group(1)), "the background around it, seamless and natural"
+    return None
+
+
+def kept_subject(goal: str) -> str | None:
+    """The subject a background edit keeps: 'blur the background behind the dog' -> 'the dog'."""
+    m = re.search(r"\b(?:behind|around|except|apart from|other than) (.+)$", goal.strip().rstrip(".").lower())
+    return _the(m.group(1)) if m else None
+
+
+def can_fill(spec: ToolSpec, clause: str, names: set[str]) -> bool:
+    """Whether the rule executor can give every required parameter: a prompt from the words, a mask from a
+    ground step ('replace X with Y' needs ground in the toolbox); never a box it would have to invent."""
+    target = inpaint_target(clause)
+    for p in spec.params:
+        if not p.required:
+            continue
+        if p.type == "mask" and "ground" in names and target:
+            continue
+        if p.type == "string" and p.name == "prompt" and (target or not any(q.type == "mask" for q in spec.params)):
+            continue
+        return False
+    return True
+
+
 def strength_params(spec: ToolSpec) -> list:
     return [p for p in spec.params if p.type in ("float", "int") and p.neutral is not None]
 
@@ -180,6 +216,9 @@ def initial_params(spec: ToolSpec, goal: str) -> dict[str, Any]:
         params.update({"highlights": 0.4, "shadows": 0.0})
     if spec.name == "temperature_tint" and ("tint" in low or "magenta" in low or "green" in low) and "warm" not in low:
         params.update({"temperature": 0.0, "tint": -0.2 if "green" in low else 0.2})
+    if any(p.name == "prompt" for p in spec.params) and not params.get("prompt"):
+        target = inpaint_target(goal)
+        params["prompt"] = target[1] if target else goal
     flips = INTENTS.get(spec.name, ("", "", False))[2]
     if flips and wants_less(goal):
         for p in strengths:
@@ -268,8 +307,9 @@ class RuleBrain:
     def _match_tool(clause: str, tools: list[ToolSpec]) -> ToolSpec | None:
         low = f" {clause.lower()} "
         best, best_score = None, 0.0
+        names = {t.name for t in tools}
         for spec in tools:
-            if any(p.required for p in spec.params):
+            if not can_fill(spec, clause, names):
                 continue  # e.g. a crop box: the rule brain cannot choose a region from words
             score = 0.0
             for kw in spec.keywords:
@@ -286,7 +326,7 @@ class RuleBrain:
     def _alternative(cls, clause: str, dropped: str, tools: list[ToolSpec]) -> ToolSpec | None:
         """Another tool for a clause: the next best by keywords, else one that moves the same measure the same
         way (brightness -> exposure, gamma, ...)."""
-        others = [t for t in tools if t.name != dropped and not any(p.required for p in t.params)]
+        others = [t for t in tools if t.name != dropped and can_fill(t, clause, {t.name for t in tools})]
         by_words = cls._match_tool(clause, others)
         if by_words is not None or dropped not in INTENTS:
             return by_words
@@ -322,7 +362,28 @@ class RuleBrain:
                 for p in strength_params(spec):
                     value = p.neutral + (params[p.name] - p.neutral) * self.boldness
                     params[p.name] = min(max(value, p.minimum), p.maximum)
-        return {"steps": [{"tool": spec.name, "params": params, "rationale": why}]}, [why]
+        return {"steps": self._masked_chain(spec, ctx["goal"], params, why, {h.name for h in ctx.get("helpers", [])})}, [why]
+
+    @staticmethod
+    def _masked_chain(spec: ToolSpec, goal: str, params: dict, why: str, helpers: set[str]) -> list[dict]:
+        """ground -> mask_grow -> the tool, when it takes a mask and the goal names what to find: 'replace the sky
+        with a sunset' grounds the sky; 'blur the background (behind the dog)' grounds the subject to keep."""
+        mask = next((p for p in spec.params if p.type == "mask"), None)
+        target = inpaint_target(goal)
+        found = target[0] if target else kept_subject(goal)
+        if found is None and spec.name == "edit_region" and "background" in goal.lower():
+            found = "the main subject"  # kept sharp; everything else is the background
+        if mask is None or "ground" not in helpers or found is None:
+            return [{"tool": spec.name, "params": params, "rationale": why}]
+        steps = [{"tool": "ground", "params": {"text": found}, "rationale": f"find {found}"}]
+        if "mask_grow" in helpers:
+            steps.append({"tool": "mask_grow", "params": {"pixels": 8}, "source": "step:0",
+                          "rationale": "cover its edges"})
+        params = {**params, mask.name: f"step:{len(steps) - 1}"}
+        if spec.name == "edit_region":
+            params["inside"] = False  # the found subject is kept; the edit goes around it
+        steps.append({"tool": spec.name, "params": params, "rationale": f"{why}; where: {found}"})
+        return steps
 
     # -- critic (CCA discriminator) -----------------------------------------------------
 

@@ -38,12 +38,19 @@ def plan_schema(tool_names: list[str]) -> dict[str, Any]:
         "notes": TEXT}}
 
 
-def chain_schema(spec: ToolSpec, max_steps: int = 4) -> dict[str, Any]:
+def step_schema(spec: ToolSpec) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
+        "tool": {"type": "string", "enum": [spec.name]}, "params": params_schema(spec), "rationale": TEXT,
+        "source": {"type": "string", "pattern": "^(input|step:[0-9]+)$"}}}
+
+
+def chain_schema(specs: ToolSpec | list[ToolSpec], max_steps: int = 4) -> dict[str, Any]:
+    """A chain of steps, each one of ``specs`` (the subtask's tool first, then the helpers it may use) with that
+    tool's own parameters."""
+    specs = [specs] if isinstance(specs, ToolSpec) else list(specs)
+    item = step_schema(specs[0]) if len(specs) == 1 else {"anyOf": [step_schema(s) for s in specs]}
     return {"type": "object", "additionalProperties": False, "required": ["steps"], "properties": {
-        "steps": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": {
-            "type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
-                "tool": {"type": "string", "enum": [spec.name]}, "params": params_schema(spec), "rationale": TEXT,
-                "source": {"type": "string", "pattern": "^(input|step:[0-9]+)$"}}}}}}
+        "steps": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": item}}}
 
 
 # written once per request, before any plan: "part" names the piece of the request a question checks

@@ -25,7 +25,8 @@ def expand_attempt(graph, cfg: dict, state: dict, previous: Handoff | None) -> i
     sub = state["plan"].subtasks[sub_index]
     tag = f"s{sub_index}.a{attempt}"
     current = arrays_to_image_batch([state["current"]])
-    one = Handoff(cfg["request"], Plan([sub]), round=attempt, agent="imagagent", history=state["history"])
+    one = Handoff(cfg["request"], Plan([sub]), round=attempt, agent="imagagent", history=state["history"],
+                  orchestrate=True)
     executor = graph.node("EditAgentsExecutor", id=f"{tag}.execute", **present(
         image=current, plan=one, brain=cfg["executor"], toolbox=cfg["toolbox"], feedback=previous,
         trace=state["trace"], rerun_every_time=True))

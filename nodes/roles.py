@@ -123,8 +123,8 @@ class Executor(Rerunnable, io.ComfyNode):
                     previous, fb = (roles.earlier_attempt(feedback.plan, feedback.chains, feedback.feedback, sub)
                                     if feedback is not None else (None, None))
                     chain = await roles.execute(b, sub, tools, current, w, history=plan.history, previous=previous,
-                                                feedback=fb)
-                if tools.get(sub.tool).category == "graph":
+                                                feedback=fb, any_tool=plan.orchestrate)
+                if tools.get(chain[0].tool).category == "graph":  # a graph tool runs alone in its chain
                     chains.append(chain[:1])
                     nxt = _expand_graph_tool(graph, tools, chain[0], sub.index, current, tr, plan, chains, dict(
                         brain=brain, toolbox=toolbox, feedback=feedback, rerun_every_time=rerun_every_time))
@@ -133,7 +133,8 @@ class Executor(Rerunnable, io.ComfyNode):
                 chains.append(chain)
         finally:
             await close_brains(b)
-        out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, questions=plan.questions)
+        out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, questions=plan.questions,
+                      orchestrate=plan.orchestrate)
         labels = "; ".join(", ".join(c.label() for c in chain) for chain in chains)
         return io.NodeOutput(arrays_to_image_batch([current]), out, tr, ui={"text": [labels or "(nothing to do)"]})
 

@@ -47,3 +47,19 @@ def test_missing_and_broken_pipelines_are_explained(tmp_path, photos):
     (tmp_path / "instruct-pix2pix").mkdir()
     with pytest.raises(ValueError, match="not a diffusers pipeline folder"):
         default_registry(rt).call("instruct_pix2pix", photos["coffee"], {"prompt": "x"})
+
+
+def test_concurrent_calls_share_one_pipeline_safely(runtime, photos):
+    """Two generators of a CCA round inpaint at once: a pipeline keeps its scheduler's step in itself, so the
+    calls take turns (without that, one raises IndexError or both denoise wrongly) and match a lone call."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tools = default_registry(runtime)
+    img = photos["chelsea"][::3, ::3]
+    mask = np.ones(img.shape[:2] + (1,), np.float32)
+    call = lambda seed: tools.call("inpaint", img, {"prompt": "a sunset", "mask": "step:0", "seed": seed, "steps": 6},  # noqa: E731
+                                   refs=[mask])[0]
+    alone = [call(seed) for seed in (1, 2)]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(call, [1, 2, 1, 2]))
+    assert all(np.allclose(t, alone[i % 2], atol=1e-5) for i, t in enumerate(together))

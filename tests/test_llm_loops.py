@@ -7,8 +7,10 @@ import base64
 import io
 
 import numpy as np
+import pytest
 from PIL import Image
 
+from edit_agents.agents.brain import BrainError
 from edit_agents.agents.loops import CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.records import EditRequest
@@ -205,3 +207,36 @@ def test_the_key_never_enters_the_trace(llm, photos, monkeypatch):
     result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer and punchier"), TOOLS, b, b, [b], b))
     assert llm.seen and all(s.headers["Authorization"] == f"Bearer {secret}" for s in llm.seen)
     assert secret not in result.trace.to_json()
+
+
+def test_the_orchestrator_may_switch_tools_on_a_retry_but_a_cca_executor_may_not(llm, photos):
+    """IMAGAgent's orchestrator: the planner's tool is a suggestion, so the second attempt may use another tool
+    (the paper's Fig. 8 correction). A CCA executor is held to its subtask's tool (and mask helpers): an answer
+    naming another tool is re-asked."""
+    def responder(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "brighter", "tool": "brightness"}]})
+        if seen.role == "executor":
+            first = "(first attempt)" in seen.user_text()
+            return Reply({"steps": [{"tool": "brightness", "params": {"amount": 0.01}} if first
+                                    else {"tool": "exposure", "params": {"stops": 0.6}}]})
+        if seen.role == "expert":
+            return Reply({"score": 3 if len([s for s in llm.seen if s.role == "expert"]) <= 3 else 9,
+                          "positive": "", "negative": ""})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), TOOLS, b, b, [b], b))
+    assert [a.chain[0].tool for a in result.attempts] == ["brightness", "exposure"] and result.accepted == [True]
+    executors = [s for s in llm.seen if s.role == "executor"]
+    assert "exposure" in str(executors[1].body)  # offered in the schema, with the catalogue of other tools
+
+    def cca_responder(seen):
+        if seen.role == "executor":  # always the other tool: never allowed for a CCA subtask on brightness
+            return Reply({"steps": [{"tool": "exposure", "params": {"stops": 0.6}}]})
+        return responder(seen)
+    llm.reset(responder=cca_responder)
+    b = brain(llm)
+    with pytest.raises(BrainError, match="gave no valid executor answer"):
+        asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), TOOLS, [Generator("g", b, b)], b, b,
+                            CCASettings(rounds=1)))

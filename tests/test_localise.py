@@ -91,3 +91,14 @@ def test_corrupt_sam_file_is_reported(tmp_path, photos):
 def test_model_tools_need_a_runtime(photos):
     with pytest.raises(ToolCallError, match="needs models, but this toolbox has no model runtime"):
         default_registry().call("ground", photos["coffee"], {"text": "dog"})
+
+
+def test_a_background_edit_around_nothing_found_leaves_the_photo_alone(runtime, photos):
+    """ground found nothing: blurring 'everything but the subject' would blur the whole photo; it is left alone."""
+    tools = default_registry(runtime)
+    img = photos["coffee"]
+    empty, _, _ = tools.call("ground", img, {"text": "a dog", "box_threshold": 0.9, "min_threshold": 0.55})
+    out, _, notes = tools.call("edit_region", img, {"mask": "step:0", "inside": False}, refs=[empty])
+    assert np.array_equal(out, img) and "mask is empty" in notes[0]
+    box, _, _ = tools.call("edit_region", img, {"inside": False})  # no mask: the box, as before
+    assert not np.array_equal(box, img)

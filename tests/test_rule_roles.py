@@ -17,9 +17,11 @@ from edit_agents.agents.roles import Where
 from edit_agents.agents.rule_brain import RuleBrain, adjust_params, initial_params
 from edit_agents.agents.trace import Trace
 from edit_agents.tools import ToolCallError, default_registry
+from edit_agents.tools.models import ToolRuntime
 from edit_agents.tools.spec import Param, ToolSpec
 
 TOOLS = default_registry()
+MODEL_TOOLS = default_registry(ToolRuntime())  # model tools offered (a Toolbox always has a runtime); none loaded here
 RB = RuleBrain()
 
 
@@ -58,7 +60,53 @@ def test_executor_fills_parameters_from_the_goal(photos, phrase, tool, params):
     assert [s.tool for s in plan.subtasks] == [tool]
     chain = run(roles.execute(RB, plan.subtasks[0], TOOLS, photos["coffee"], where()))
     for k, v in params.items():
-        assert chain[0].params[k] == pytest.approx(v) if isinstance(v, float) else chain[0].params[k] == v
+        assert chain[-1].params[k] == pytest.approx(v) if isinstance(v, float) else chain[-1].params[k] == v
+
+
+@pytest.mark.parametrize("phrase,tool,found,prompt", [
+    ("blur the background", "edit_region", "the main subject", None),
+    ("blur the background behind the dog", "edit_region", "the dog", None),
+    ("replace the sky with a sunset", "inpaint", "the sky", "a sunset"),
+])
+def test_rule_executor_chains_ground_grow_edit_when_the_toolbox_can_find_things(photos, phrase, tool, found, prompt):
+    img = photos["coffee"]
+    plan = run(roles.plan(RB, EditRequest(phrase), MODEL_TOOLS, img, where()))
+    chain = run(roles.execute(RB, plan.subtasks[0], MODEL_TOOLS, img, where()))
+    assert [c.tool for c in chain] == ["ground", "mask_grow", tool]
+    assert chain[0].params["text"] == found and chain[1].source == "step:0" and chain[2].params["mask"] == "step:1"
+    if prompt:
+        assert chain[2].params["prompt"] == prompt
+    classic = MODEL_TOOLS.subset(categories=["classic", "generative"])  # nothing can find the sky: no ground step
+    plan = run(roles.plan(RB, EditRequest(phrase), classic, img, where()))
+    if tool == "inpaint":
+        assert not plan.subtasks and plan.unsupported  # a mask it could not make: honest, not faked
+    else:
+        assert [c.tool for c in run(roles.execute(RB, plan.subtasks[0], classic, img, where()))] == ["edit_region"]
+
+
+def test_chains_are_checked_for_meaning_beyond_their_schema():
+    sub = Subtask(0, "replace the sky with a sunset", "inpaint")
+    ground, grow = ToolCall("ground", {"text": "sky"}), ToolCall("mask_grow", {"pixels": 8}, source="step:0")
+    paint = lambda mask, source="input": ToolCall("inpaint", {"prompt": "a sunset", "mask": mask}, source=source)  # noqa: E731
+    roles.check_steps([ground, grow, paint("step:1")], TOOLS, sub)  # fine
+    bad = {"a later step": [ground, paint("step:2"), grow], "not a mask": [ToolCall("exposure"), paint("step:0")],
+           "no step": [ground, paint("sky")]}
+    for why, chain in bad.items():
+        with pytest.raises(ToolCallError, match="not an earlier step that makes a mask"):
+            roles.check_steps(chain, TOOLS, sub)
+    with pytest.raises(ToolCallError, match="which is a mask"):
+        roles.check_steps([ground, paint("step:0", source="step:0")], TOOLS, sub)
+    with pytest.raises(ToolCallError, match="makes a mask"):
+        roles.check_steps([ground, grow], TOOLS, sub)
+    with pytest.raises(ToolCallError, match="never runs inpaint"):
+        roles.check_steps([ToolCall("instruct_pix2pix", {"prompt": "sunset sky"})], TOOLS, sub)
+    roles.check_steps([ToolCall("instruct_pix2pix", {"prompt": "sunset sky"})], TOOLS, sub, any_tool=True)  # IMAGAgent
+    # what each executor may chain: the tool and, when it takes a mask, the helpers; the orchestrator: any tool
+    assert [s.name for s in roles.executor_tools(TOOLS, Subtask(0, "warmer", "temperature_tint"))] == ["temperature_tint"]
+    helpers = [s.name for s in roles.executor_tools(MODEL_TOOLS, sub)]
+    assert helpers[0] == "inpaint" and {"ground", "mask_grow", "mask_invert"} <= set(helpers) and "exposure" not in helpers
+    assert "exposure" in [s.name for s in roles.executor_tools(MODEL_TOOLS, sub, any_tool=True)]
+    assert "ground" not in [s.name for s in roles.executor_tools(TOOLS, sub)]  # no model runtime: no model helpers
 
 
 def test_executor_reflection_reaches_cfg_4_to_8():

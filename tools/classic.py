@@ -10,7 +10,7 @@ import numpy as np
 
 from .backends import require
 from .imageops import gaussian, illuminant_estimate, join_alpha, luminance, on_color, split_alpha
-from .spec import Param, ToolSpec
+from .spec import Param, ToolOutput, ToolSpec
 
 
 def _cv2():
@@ -291,6 +291,8 @@ def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, in
     keep = mask[:, :, 0] if mask is not None and mask.ndim == 3 else mask if mask is not None else _region_mask(img, box)
     if keep.shape[:2] != img.shape[:2]:
         raise ValueError(f"mask is {keep.shape[1]}x{keep.shape[0]} but the image is {img.shape[1]}x{img.shape[0]}")
+    if mask is not None and not keep.any():  # e.g. ground found nothing: neither the whole photo nor nothing is meant
+        return ToolOutput(img, ["the mask is empty (nothing was found), so the image is unchanged"])
     feather = _cv2().GaussianBlur(keep.astype(np.float32), (0, 0), sigmaX=max(1.0, max(img.shape[:2]) / 200))
     target = feather if inside else 1.0 - feather
     color, alpha = split_alpha(img)

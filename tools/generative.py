@@ -57,26 +57,34 @@ def _from_pil(pil, like: np.ndarray) -> np.ndarray:
     return out
 
 
+def _native_side(pipe) -> int:
+    """The resolution a pipeline was trained at: 512 for SD 1.5, 1024 for SDXL (sample size x VAE factor)."""
+    size = pipe.unet.config.sample_size
+    size = max(size) if isinstance(size, (list, tuple)) else int(size)
+    return max(64, size * int(getattr(pipe, "vae_scale_factor", 8)))
+
+
 def _size_multiple(img: np.ndarray, side: int) -> tuple[int, int]:
-    """Work size: longest side ``side``, both sides multiples of 8 (what the UNet needs)."""
+    """Work size: longest side ``side`` (at least 64), both sides multiples of 8 (what the UNet needs)."""
     h, w = img.shape[:2]
-    scale = side / max(h, w)
+    scale = max(64, side) / max(h, w)
     return max(8, int(round(w * scale / 8)) * 8), max(8, int(round(h * scale / 8)) * 8)
 
 
-def instruct_pix2pix(img, prompt="", text_guidance=7.5, image_guidance=1.5, steps=20, seed=0, work_side=512, runtime=None):
+def instruct_pix2pix(img, prompt="", text_guidance=7.5, image_guidance=1.5, steps=20, seed=0, work_side=0, runtime=None):
     pipe = runtime.load("instruct-pix2pix", load_pipeline)
     device = _place(runtime, pipe)
     color, alpha = split_alpha(img)
-    w, h = _size_multiple(color, work_side)
-    result = pipe(prompt=prompt, image=_to_pil(color).resize((w, h)), guidance_scale=text_guidance,
-                  image_guidance_scale=image_guidance, num_inference_steps=int(steps),
-                  generator=_generator(seed, device)).images[0]
+    w, h = _size_multiple(color, work_side or _native_side(pipe))
+    with runtime.exclusive("instruct-pix2pix"):
+        result = pipe(prompt=prompt, image=_to_pil(color).resize((w, h)), guidance_scale=text_guidance,
+                      image_guidance_scale=image_guidance, num_inference_steps=int(steps),
+                      generator=_generator(seed, device)).images[0]
     return ToolOutput(join_alpha(_from_pil(result, color), alpha), [f"InstructPix2Pix '{prompt}' at {w}x{h}"])
 
 
 def inpaint(img, prompt="", mask=None, negative_prompt="", strength=0.99, guidance=7.5, steps=25, seed=0,
-            work_side=512, runtime=None):
+            work_side=0, runtime=None):
     from PIL import Image
 
     if mask is None:
@@ -87,19 +95,20 @@ def inpaint(img, prompt="", mask=None, negative_prompt="", strength=0.99, guidan
     m = mask[:, :, 0] if mask.ndim == 3 else mask
     if m.max() <= 0:
         return ToolOutput(img, ["inpaint skipped: the mask is empty, so there is nothing to repaint"])
-    w, h = _size_multiple(color, work_side)
+    w, h = _size_multiple(color, work_side or _native_side(pipe))
     mask_pil = Image.fromarray((np.clip(m, 0, 1) * 255).astype(np.uint8)).resize((w, h))
-    result = pipe(prompt=prompt, negative_prompt=negative_prompt or None, image=_to_pil(color).resize((w, h)),
-                  mask_image=mask_pil, strength=strength, guidance_scale=guidance, num_inference_steps=int(steps),
-                  generator=_generator(seed, device), height=h, width=w).images[0]
+    with runtime.exclusive("inpaint"):
+        result = pipe(prompt=prompt, negative_prompt=negative_prompt or None, image=_to_pil(color).resize((w, h)),
+                      mask_image=mask_pil, strength=strength, guidance_scale=guidance, num_inference_steps=int(steps),
+                      generator=_generator(seed, device), height=h, width=w).images[0]
     return ToolOutput(join_alpha(paste_masked(color, _from_pil(result, color), m), alpha),  # outside stays exact
                       [f"inpainted '{prompt}' at {w}x{h}"])
 
 
 SEED = Param("seed", "int", "random seed (same seed, same result)", default=0, minimum=0, maximum=2**31 - 1)
 STEPS = Param("steps", "int", "denoising steps (more = slower, finer)", default=20, minimum=1, maximum=150)
-SIDE = Param("work_side", "int", "longest side the model works at; the result is resized back", default=512,
-             minimum=64, maximum=2048)
+SIDE = Param("work_side", "int", "longest side the model works at, the result resized back; 0: the model's own "
+             "(512 for SD 1.5, 1024 for SDXL)", default=0, minimum=0, maximum=2048)
 GEN = dict(category="generative", speed="slow", needs_model=True, needs_gpu=True, needs_runtime=True)
 
 GENERATIVE_TOOLS: tuple[ToolSpec, ...] = (

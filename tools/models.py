@@ -87,6 +87,13 @@ class ToolRuntime:
         self.loads: Counter[str] = Counter()  # how many times each model was loaded (should stay 1)
         self._models: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._in_use: dict[str, threading.Lock] = {}
+
+    def exclusive(self, kind: str) -> threading.Lock:
+        """A lock to hold while running the ``kind`` model: a diffusers pipeline keeps its scheduler's step in
+        itself, so two loops' generators calling it at once would corrupt each other's denoising."""
+        with self._lock:
+            return self._in_use.setdefault(kind, threading.Lock())
 
     def folders(self, kind: str) -> list[Path]:
         """The folders holding models of ``kind`` (keyed by ComfyUI's model folder name)."""

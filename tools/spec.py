@@ -241,6 +241,12 @@ class ToolRegistry:
         picked = [s for s in self._specs.values() if s.name in names or s.category in categories]
         return ToolRegistry(picked, runtime=self.runtime)
 
+    def runnable(self) -> "ToolRegistry":
+        """The tools that can run here: a model tool needs the registry's model runtime (a Toolbox gives one)."""
+        if self.runtime is not None:
+            return self
+        return ToolRegistry([s for s in self._specs.values() if not s.needs_runtime], runtime=None)
+
     def planner_catalogue(self) -> str:
         """What a planner sees: one line per tool."""
         return "\n".join(f"- {s.name}: {s.description}" for s in self._specs.values())
