@@ -16,7 +16,8 @@ import numpy as np
 from ..tools.spec import ToolRegistry
 from . import roles
 from .brain import Brain, BrainError, close_brains
-from .records import Attempt, Candidate, EditRequest, Feedback, HistoryContext, Plan, Question, ToolCall
+from .records import (Attempt, Candidate, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan, Question,
+                      ToolCall)
 from .roles import Where
 from .trace import Trace
 
@@ -297,8 +298,7 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
         w = where.at(subtask=sub.index, attempt=n)
         if on_step:
             on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {n + 1}")
-        fb_for_executor = None if feedback is None else {"score": feedback.score, "positive": feedback.positive,
-                                                          "negative": feedback.negative}
+        fb_for_executor = None if feedback is None else attempt_feedback(feedback, settings.accept_score)
         # IMAGAgent's orchestrator: the planner's tool is a suggestion, an attempt may choose another
         chain = await roles.execute(executor, sub, tools, current, w, history, previous, fb_for_executor, any_tool=True)
         out = await asyncio.to_thread(roles.run_chain, tools, chain, current)
@@ -325,6 +325,13 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
     state.attempts.extend(tries)
     state.accepted.append(ok)
     return state
+
+
+def attempt_feedback(feedback: Feedback, accept_score: float) -> ExecutorFeedback:
+    """The merged verdict on the last attempt, typed for the next: the experts' direction (or, when none said,
+    keep at tau_sr and more below it), the score, what to push further and what to keep out."""
+    direction = feedback.direction or ("keep" if feedback.score >= accept_score else "more")
+    return ExecutorFeedback(direction, feedback.score, feedback.positive, feedback.negative)
 
 
 def record_attempt(history: HistoryContext, subtask: int, number: int, chain: list[ToolCall], feedback: Feedback,

@@ -9,6 +9,7 @@ import numpy as np
 
 Mode = Literal["instructed", "autonomous", "mood"]
 Answer = Literal["yes", "no", "unknown"]
+Direction = Literal["more", "less", "reverse", "keep"]  # which way an executor should move its parameters
 
 
 def _fmt(v: Any) -> str:
@@ -113,6 +114,7 @@ class Question:
     subtask: int | None = None
     check: dict[str, Any] = field(default_factory=dict)  # what a measuring critic can check, e.g. {"metric": "mean_luma", "direction": "up"}
     part: str = ""  # the part of the request it checks ("" = the whole request)
+    direction: Direction | None = None  # with a "no": which way the edit must move (None: not said)
 
     def unanswered(self) -> "Question":
         return Question(self.text, check=dict(self.check), part=self.part)
@@ -145,6 +147,26 @@ class Critique:
     negative: str = ""
     subtask: int | None = None
     judged: bool = True  # False: this expert could not tell from the images whether the subtask was done
+    direction: Direction | None = None  # which way the next attempt should move (None: not said)
+
+
+@dataclass(frozen=True)
+class ExecutorFeedback:
+    """What an executor is told about its last attempt at a subtask, typed: which way to move its parameters,
+    the score, a note, and what to keep out (IMAGAgent's F_neg, for a generative step's negative prompt)."""
+
+    direction: Direction
+    score: float
+    note: str = ""
+    avoid: str = ""
+
+    def text(self) -> str:
+        how = {"more": "not enough: push the effect further", "less": "too strong: pull it back",
+               "reverse": "it went the wrong way: reverse it", "keep": "it worked: keep these parameters"}
+        parts = [f"{self.direction} ({how[self.direction]})", f"score {self.score:.1f}/10"]
+        parts += [f"note: {self.note}"] if self.note else []
+        parts += [f"avoid: {self.avoid}"] if self.avoid else []
+        return "; ".join(parts)
 
 
 @dataclass
@@ -157,6 +179,7 @@ class Feedback:
     experts: list[Critique] = field(default_factory=list)  # who said what
     judged: bool = True  # False: no expert could tell whether the edit did what was asked (never accepted)
     suggestions: list[Suggestion] = field(default_factory=list)  # CCA's compiled report: what to change next
+    direction: Direction | None = None  # IMAGAgent: which way the next attempt should move, from the experts
 
     def yes_fraction(self) -> float:
         judged = [q for q in self.questions if q.answer != "unknown"]
@@ -278,5 +301,5 @@ def to_data(record: Any) -> Any:
     return record
 
 
-__all__ = ["Answer", "Attempt", "Candidate", "Critique", "EditRequest", "Feedback", "Handoff", "HistoryContext", "HistoryEntry",
+__all__ = ["Answer", "Attempt", "Candidate", "Critique", "Direction", "EditRequest", "ExecutorFeedback", "Feedback", "Handoff", "HistoryContext", "HistoryEntry",
            "Mode", "Plan", "Question", "Subtask", "Suggestion", "ToolCall", "check_chain", "to_data"]

@@ -20,8 +20,8 @@ import numpy as np
 from ..tools.spec import ToolCallError, ToolRegistry, ToolSpec
 from . import schemas
 from .brain import Brain, BrainAnswer, BrainRequest
-from .records import (Candidate, Critique, EditRequest, Feedback, HistoryContext, Plan, Question, Subtask, Suggestion,
-                      ToolCall, check_chain)
+from .records import (Candidate, Critique, Direction, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan,
+                      Question, Subtask, Suggestion, ToolCall, check_chain)
 from .reward import image_statistics
 from .trace import Trace
 
@@ -179,7 +179,7 @@ def _main_step(chain: list[ToolCall] | None, tool: str) -> ToolCall | None:
 
 async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np.ndarray, where: Where,
                   history: HistoryContext | None = None, previous: list[ToolCall] | None = None,
-                  feedback: dict[str, Any] | None = None, any_tool: bool = False) -> list[ToolCall]:
+                  feedback: ExecutorFeedback | None = None, any_tool: bool = False) -> list[ToolCall]:
     """The executor reads its subtask's tool manual (and its helpers'), and returns a validated tool chain."""
     allowed = executor_tools(tools, subtask, any_tool)
     spec, extra = allowed[0], allowed[1:]
@@ -196,7 +196,8 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
                               "history), you may use another tool instead:\n" + tools.subset(
                                   names=[o.name for o in others]).planner_catalogue()) if others else ""),
         text=prompt("executor_user", goal=subtask.goal, previous=shown,
-                    feedback=_subtask_feedback_text(feedback), history=(history or HistoryContext()).render()),
+                    feedback=feedback.text() if feedback else "(none yet)",
+                    history=(history or HistoryContext()).render()),
         schema=schemas.chain_schema(allowed), images=[image, *(history.images() if history else [])],
         context={"goal": subtask.goal, "spec": spec, "helpers": helpers, "previous": main.params if main else None,
                  "feedback": feedback})
@@ -213,7 +214,7 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
             where.trace.add("executor", where.agent, "clamped: " + "; ".join(notes), round=where.round,
                             subtask=where.subtask, attempt=where.attempt, outputs={"notes": notes})
         validated.append(ToolCall(call.tool, clean, call.rationale, call.source))
-    negative = str((feedback or {}).get("negative") or "").strip()
+    negative = feedback.avoid.strip() if feedback else ""
     if negative:
         validated = [_avoiding(tools, call, negative, where) for call in validated]
     return validated
@@ -230,12 +231,6 @@ def _avoiding(tools: ToolRegistry, call: ToolCall, negative: str, where: Where) 
                                              "prompt", round=where.round, subtask=where.subtask, attempt=where.attempt,
                     outputs={"negative_prompt": merged})
     return ToolCall(call.tool, {**call.params, "negative_prompt": merged}, call.rationale, call.source)
-
-
-def _subtask_feedback_text(fb: dict[str, Any] | None) -> str:
-    if not fb:
-        return "(none yet)"
-    return "; ".join(f"{k}: {v}" for k, v in fb.items() if v not in ("", None))
 
 
 def run_chain(tools: ToolRegistry, chain: list[ToolCall], image: np.ndarray) -> np.ndarray:
@@ -356,6 +351,7 @@ async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: 
     data = (await _ask(brain, a_req, where, "answer the questions on the edited image")).data
     for q, a in zip(asked, data["answers"]):
         q.answer, q.explanation = a["answer"], a.get("explanation", "")
+        q.direction = a.get("direction") if q.answer == "no" else None
     quality = float(data["quality"])
     if aesthetic is not None:
         rating = await asyncio.to_thread(aesthetic, after)
@@ -419,20 +415,23 @@ def suggest_other_tools(candidates: list[Candidate], where: Where) -> int:
     return added
 
 
-def subtask_feedback(fb: Feedback | None, index: int) -> dict[str, Any] | None:
-    """The part of a report that concerns one subtask of the plan the report judged, for its executor."""
+def subtask_feedback(fb: Feedback | None, index: int) -> ExecutorFeedback | None:
+    """The part of a report that concerns one subtask of the plan the report judged, typed for its executor."""
     if fb is None:
         return None
     mine = [q for q in fb.questions if q.subtask == index and q.answer != "unknown"]
-    if not mine:  # e.g. merged expert critiques: their negative points say what to change
-        return {"score": fb.score, "note": fb.per_subtask.get(index, ""), "negative": fb.negative}
-    ok = all(q.answer == "yes" for q in mine)
-    return {"score": 10.0 if ok else 3.0, "note": fb.per_subtask.get(index, ""),
-            "negative": "" if ok else "; ".join(q.explanation for q in mine if q.answer == "no") + "; not enough"}
+    note = fb.per_subtask.get(index, "")
+    if not mine:  # e.g. merged expert critiques: their direction, and their negative points to keep out
+        return ExecutorFeedback(fb.direction or "more", fb.score, note or fb.positive, fb.negative)
+    failed = [q for q in mine if q.answer == "no"]
+    if not failed:
+        return ExecutorFeedback("keep", 10.0, note)
+    return ExecutorFeedback(next((q.direction for q in failed if q.direction), "more"), 3.0,
+                            note or "; ".join(q.explanation for q in failed))
 
 
 def earlier_attempt(plan_: Plan | None, chains: list[list[ToolCall]], fb: Feedback | None,
-                    sub: Subtask) -> tuple[list[ToolCall] | None, dict[str, Any] | None]:
+                    sub: Subtask) -> tuple[list[ToolCall] | None, ExecutorFeedback | None]:
     """The chain and the feedback of the earlier plan's subtask that matches ``sub`` (by goal, then tool). The
     chain is offered only when it used the same tool: another tool's parameters mean nothing to this one."""
     if plan_ is None:
@@ -453,7 +452,18 @@ async def critique(brain: Brain, expert: str, subtask: Subtask, before: np.ndarr
                        images=[before, after], context={"expert": expert, "subtask": subtask})
     data = (await _ask(brain, req, where, f"expert {expert} on subtask {subtask.index}")).data
     return Critique(expert=expert, score=float(data["score"]), positive=data["positive"], negative=data["negative"],
-                    subtask=subtask.index, judged=bool(data.get("judged", True)))
+                    subtask=subtask.index, judged=bool(data.get("judged", True)), direction=data.get("direction"))
+
+
+def direction_of(critiques: list[Critique]) -> Direction | None:
+    """Which way the next attempt should move: the intent expert's word when it could judge (only it knows what
+    was asked), else the first judged expert that asks for a change, else keep; None when nobody said."""
+    judged = [c for c in critiques if c.judged and c.direction]
+    intent = [c for c in judged if c.expert == "intent"]
+    if intent:
+        return intent[0].direction
+    change = [c for c in judged if c.direction != "keep"]
+    return change[0].direction if change else ("keep" if judged else None)
 
 
 def verdict(critiques: list[Critique]) -> tuple[float, bool]:
@@ -480,7 +490,7 @@ async def aggregate(brain: Brain, critiques: list[Critique], where: Where) -> Fe
                        schema=schemas.AGGREGATE, context={"critiques": critiques})
     data = (await _ask(brain, req, where, f"aggregate {len(critiques)} critiques")).data
     return Feedback(score=score, positive=data["positive"], negative=data["negative"], experts=list(critiques),
-                    judged=judged)
+                    judged=judged, direction=direction_of(critiques))
 
 
 # -- quality competitor ---------------------------------------------------------------------
@@ -532,6 +542,6 @@ async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int,
     return str(data.get("scene", "")).strip(), calls
 
 
-__all__ = ["Where", "aesthetic_rater", "aggregate", "alike", "compete", "critique", "describe", "discriminate",
+__all__ = ["Where", "aesthetic_rater", "aggregate", "alike", "compete", "critique", "describe", "direction_of", "discriminate",
            "earlier_attempt", "execute", "match_subtask", "perceive", "plan", "prompt", "route_questions", "run_chain",
            "sees_images", "subtask_feedback", "suggest_other_tools", "verdict", "write_questions"]

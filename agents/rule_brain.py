@@ -24,7 +24,6 @@ from .records import EditRequest, Plan
 from .reward import ClassicReward, structure_similarity
 
 STEP = math.sqrt(2.0)  # feedback moves a strength by this factor: two "too weak" rounds double it (CFG 4 -> 8)
-ACCEPT = 7.0
 LESS_WORDS = ("darker", "darken", "less", "reduce", "decrease", "lower", "cooler", "colder", "cool down", "desaturate",
               "muted", "softer", "dim", "weaker", "tone down", "remove")
 SPLIT = re.compile(r"\s*(?:[,;.]|\band then\b|\bthen\b|\band\b|\balso\b|\bplus\b)\s*", re.I)
@@ -226,15 +225,12 @@ def initial_params(spec: ToolSpec, goal: str) -> dict[str, Any]:
     return params
 
 
-def adjust_params(spec: ToolSpec, previous: dict[str, Any], feedback: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """CCA's executor reflection: move the strength parameters by what the feedback says."""
-    text = (feedback.get("negative", "") + " " + feedback.get("note", "")).lower()
-    if "wrong way" in text or "opposite" in text:
-        factor, why = -1.0, "reversed: the feedback says it went the wrong way"
-    elif "too strong" in text or "overdone" in text or "too much" in text:
-        factor, why = 1 / STEP, "weakened: the feedback says it was too strong"
-    else:
-        factor, why = STEP, "strengthened: the feedback says the effect was not enough"
+def adjust_params(spec: ToolSpec, previous: dict[str, Any], direction: str) -> tuple[dict[str, Any], str]:
+    """CCA's executor reflection: move the strength parameters the way the typed feedback says."""
+    factor, why = {"reverse": (-1.0, "reversed: the feedback says it went the wrong way"),
+                   "less": (1 / STEP, "weakened: the feedback says it was too strong"),
+                   "more": (STEP, "strengthened: the feedback says the effect was not enough"),
+                   "keep": (1.0, "kept: the feedback says these parameters worked")}[direction]
     params = dict(previous)
     for p in strength_params(spec):
         if p.name in params and isinstance(params[p.name], (int, float)):
@@ -351,11 +347,9 @@ class RuleBrain:
 
     def _executor(self, ctx: dict, images: list) -> tuple[dict, list[str]]:
         spec: ToolSpec = ctx["spec"]
-        previous, feedback = ctx.get("previous"), ctx.get("feedback")
-        if previous is not None and feedback is not None and feedback.get("score", 0.0) < ACCEPT:
-            params, why = adjust_params(spec, previous, feedback)
-        elif previous is not None and feedback is not None:
-            params, why = dict(previous), "kept: the feedback says these parameters worked"
+        previous, feedback = ctx.get("previous"), ctx.get("feedback")  # an ExecutorFeedback: typed, not prose
+        if previous is not None and feedback is not None:
+            params, why = adjust_params(spec, previous, feedback.direction)
         else:
             params, why = initial_params(spec, ctx["goal"]), "parameters from the manual's defaults and the goal's wording"
             if self.boldness != 1.0:
@@ -412,9 +406,10 @@ class RuleBrain:
         mb, ma = measure(before), measure(after)
         answers = []
         for q in ctx["questions"]:
-            ans, why, _ = run_check(q.check, mb, ma, before, after) if q.check else (
+            ans, why, achieved = run_check(q.check, mb, ma, before, after) if q.check else (
                 "unknown", "a rule critic cannot judge this; connect a VLM brain", 0.0)
-            answers.append({"answer": ans, "explanation": why})
+            answers.append({"answer": ans, "explanation": why,
+                            **({"direction": "reverse" if achieved < 0 else "more"} if ans == "no" else {})})
         quality = max(0.0, min(10.0, 10.0 * self.reward.score(after).total))  # the edited photo's own quality
         return {"answers": answers, "quality": round(quality, 3)}, []
 
@@ -428,15 +423,16 @@ class RuleBrain:
             score = max(0.0, min(10.0, 7.0 + 30.0 * delta))
             neg = "the edit lowered the photo's quality (exposure, clipping, noise or colour)" if delta < -0.01 else ""
             return {"score": round(score, 3), "positive": "keep the quality gain" if delta > 0 else "",
-                    "negative": neg}, []
+                    "negative": neg, "direction": "less" if neg else "keep"}, []
         if name == "fidelity":
             if before.shape[:2] != after.shape[:2]:
-                return {"score": 8.0, "positive": "the new framing was asked for", "negative": ""}, []
+                return {"score": 8.0, "positive": "the new framing was asked for", "negative": "", "direction": "keep"}, []
             sim = structure_similarity(before, after)
             score = max(0.0, min(10.0, (sim - 0.5) / 0.45 * 10.0))
             ok = sim >= 0.9
             return {"score": round(score, 3), "positive": f"structure similarity {sim:.2f}" if ok else "",
-                    "negative": "" if ok else f"too much of the photo changed (structure similarity {sim:.2f}); too strong"}, []
+                    "negative": "" if ok else f"too much of the photo changed (structure similarity {sim:.2f}); too strong",
+                    "direction": "keep" if ok else "less"}, []
         chk = intent_check(subtask.tool, subtask.goal, before.shape[1::-1])
         if not chk:
             return {"score": 0.0, "judged": False, "positive": "",
@@ -445,13 +441,14 @@ class RuleBrain:
         mb, ma = measure(before), measure(after)
         ans, why, achieved = run_check(chk, mb, ma, before, after)
         if ans == "yes" and achieved <= 3.0:
-            return {"score": round(min(10.0, 7.0 + 3.0 * min(achieved, 1.0)), 3), "positive": f"{why}; keep it", "negative": ""}, []
+            return {"score": round(min(10.0, 7.0 + 3.0 * min(achieved, 1.0)), 3), "positive": f"{why}; keep it",
+                    "negative": "", "direction": "keep"}, []
         if ans == "yes":
-            return {"score": 6.0, "positive": why, "negative": f"{why}: too strong, overdone"}, []
+            return {"score": 6.0, "positive": why, "negative": f"{why}: too strong, overdone", "direction": "less"}, []
         if achieved < 0:
-            return {"score": 1.0, "positive": "", "negative": f"{why}: went the wrong way"}, []
+            return {"score": 1.0, "positive": "", "negative": f"{why}: went the wrong way", "direction": "reverse"}, []
         return {"score": round(2.0 + 4.0 * max(0.0, achieved), 3), "positive": "",
-                "negative": f"{why}: not enough, too weak"}, []
+                "negative": f"{why}: not enough, too weak", "direction": "more"}, []
 
     def _aggregator(self, ctx: dict, images: list) -> tuple[dict, list[str]]:
         critiques = ctx["critiques"]  # the text merged; the score is computed by roles.verdict, not here

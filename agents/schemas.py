@@ -62,15 +62,19 @@ QUESTIONS = {"type": "object", "additionalProperties": False, "required": ["ques
 CAPTION = {"type": "object", "additionalProperties": False, "required": ["caption"], "properties": {
     "caption": {"type": "string", "minLength": 1, "maxLength": 1000}}}
 
+# "direction": with a "no", which way the edit must move to make it a "yes"
 ANSWERS = {"type": "object", "additionalProperties": False, "required": ["answers", "quality"], "properties": {
     "answers": {"type": "array", "items": {
         "type": "object", "additionalProperties": False, "required": ["answer"], "properties": {
-            "answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT}}},
+            "answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT,
+            "direction": {"type": "string", "enum": ["more", "less", "reverse"]}}}},
     "quality": SCORE}}
 
-# "judged": false when the images cannot show whether the subtask was done (the score is then not counted)
+# "judged": false when the images cannot show whether the subtask was done (the score is then not counted);
+# "direction": which way the next attempt should move (more, less, reverse the edit, or keep it)
 EXPERT = {"type": "object", "additionalProperties": False, "required": ["score", "positive", "negative"],
-          "properties": {"score": SCORE, "positive": TEXT, "negative": TEXT, "judged": {"type": "boolean"}}}
+          "properties": {"score": SCORE, "positive": TEXT, "negative": TEXT, "judged": {"type": "boolean"},
+                         "direction": {"type": "string", "enum": ["more", "less", "reverse", "keep"]}}}
 
 # the aggregator merges the experts' text; the verdict S is their mean score, computed in code (IMAGAgent eq. 5)
 AGGREGATE = {"type": "object", "additionalProperties": False, "required": ["positive", "negative"],

@@ -14,6 +14,7 @@ from edit_agents.agents.brain import BrainError
 from edit_agents.agents.loops import CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.records import EditRequest
+from edit_agents.agents.rule_brain import RuleBrain
 from edit_agents.tools import default_registry
 from llm_server import Reply, overlapping
 
@@ -240,3 +241,26 @@ def test_the_orchestrator_may_switch_tools_on_a_retry_but_a_cca_executor_may_not
     with pytest.raises(BrainError, match="gave no valid executor answer"):
         asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), TOOLS, [Generator("g", b, b)], b, b,
                             CCASettings(rounds=1)))
+
+
+def test_feedback_reaches_the_executor_typed_not_as_prose(llm, photos):
+    """The experts' direction is data: a rule executor reverses its edit when LLM experts say "reverse", whatever
+    words their notes use (nothing for a substring search to find), and an LLM executor reads the direction."""
+    def responder(seen):
+        first = len([s for s in llm.seen if s.role == "expert"]) <= 3
+        if seen.role == "expert":
+            return Reply({"score": 2 if first else 9, "positive": "", "negative": "the colours look off" if first else "",
+                          "direction": "reverse" if first else "keep"})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b, rule = brain(llm), RuleBrain()
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, rule, rule, [b], b))
+    temps = [a.chain[0].params["temperature"] for a in result.attempts]
+    assert len(temps) == 2 and temps[0] > 0 and temps[1] == pytest.approx(-temps[0])  # reversed, as told
+    assert result.accepted == [True]
+
+    llm.reset(responder=responder)
+    asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, b, b, [b], b))
+    second = [s for s in llm.seen if s.role == "executor"][1].user_text()
+    assert "Feedback on the previous attempt: reverse (it went the wrong way: reverse it); score 2.0/10" in second
+    assert "score 2.0/10; note: nice" in second  # the aggregator's merged text rides along

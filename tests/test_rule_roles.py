@@ -116,15 +116,17 @@ def test_executor_reflection_reaches_cfg_4_to_8():
     params = spec.defaults()
     seen = [params["text_cfg"]]
     for _ in range(2):
-        params, why = adjust_params(spec, params, {"score": 3.0, "negative": "the edit is not enough, too weak"})
+        params, why = adjust_params(spec, params, "more")
         seen.append(params["text_cfg"])
     assert seen[0] == 4.0 and 5.0 < seen[1] < 6.0 and seen[2] == pytest.approx(7.0, abs=0.01)  # 1 + 3*2
-    params, _ = adjust_params(spec, params, {"score": 3.0, "negative": "too weak"})
+    params, _ = adjust_params(spec, params, "more")
     assert params["text_cfg"] >= 8.0  # 8 is reached on the third round of "too weak"
-    params, _ = adjust_params(spec, {"text_cfg": 8.0}, {"negative": "too strong"})
+    params, _ = adjust_params(spec, {"text_cfg": 8.0}, "less")
     assert params["text_cfg"] < 8.0
-    params, _ = adjust_params(spec, {"text_cfg": 12.0}, {"negative": "too weak"})
+    params, _ = adjust_params(spec, {"text_cfg": 12.0}, "more")
     assert params["text_cfg"] == 12.0  # clamped at the manual's maximum
+    assert adjust_params(spec, {"text_cfg": 3.0}, "reverse")[0]["text_cfg"] == 1.0  # mirrored about neutral, clamped
+    assert adjust_params(spec, {"text_cfg": 3.0}, "keep")[0]["text_cfg"] == 3.0
 
 
 def test_tool_outside_the_toolbox_is_refused(photos):
@@ -170,12 +172,13 @@ def test_feedback_is_routed_to_the_matching_subtask_after_replanning():
                   per_subtask={0: "yes: warmer", 1: "no: flat"})
     new = [Subtask(0, "add punch", "contrast"), Subtask(1, "warm the light", "temperature_tint"),
            Subtask(2, "add punch", "curves")]
+    fb.questions[1].direction = "less"
     chain, note = roles.earlier_attempt(old, [warm, punch], fb, new[0])
-    assert chain == punch and note["score"] == 3.0 and "flat" in note["negative"]  # same goal, same tool
+    assert chain == punch and (note.direction, note.score) == ("less", 3.0) and "flat" in note.note  # same goal, tool
     chain, note = roles.earlier_attempt(old, [warm, punch], fb, new[1])
-    assert chain == warm and note["score"] == 10.0  # reworded goal, same tool
+    assert chain == warm and (note.direction, note.score) == ("keep", 10.0)  # reworded goal, same tool
     chain, note = roles.earlier_attempt(old, [warm, punch], fb, new[2])
-    assert chain is None and note["score"] == 3.0  # same goal, another tool: the feedback, not contrast's parameters
+    assert chain is None and note.direction == "less"  # same goal, another tool: the feedback, not contrast's parameters
     assert roles.match_subtask(old, Subtask(0, "crop to square", "crop_aspect")) is None
 
 
