@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
 import numpy as np
 
@@ -17,9 +17,11 @@ from ..tools.spec import ToolRegistry
 from . import roles
 from .brain import Brain, BrainError, close_brains
 from .records import (Attempt, Candidate, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan, Question,
-                      ToolCall)
+                      Subtask, ToolCall)
 from .roles import Where
 from .trace import Trace
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,22 +57,6 @@ class CCAResult:
     trace: Trace
 
 
-async def _generate(gen: Generator, request: EditRequest, tools: ToolRegistry, base: np.ndarray, where: Where,
-                    history: HistoryContext, own: Candidate | None, rival: Candidate | None) -> Candidate:
-    plan = await roles.plan(gen.planner, request, tools, base, where, history,
-                            previous=own.plan if own else None, own_feedback=own.feedback if own else None,
-                            rival_plan=rival.plan if rival else None, rival_feedback=rival.feedback if rival else None)
-    image, chains = base, []
-    for sub in plan.subtasks:
-        # the subtask that did this last round (by goal, then tool; never by index): its chain and its share of the report
-        previous, fb = (roles.earlier_attempt(own.plan, own.chains, own.feedback, sub) if own is not None
-                        else (None, None))
-        chain = await roles.execute(gen.executor, sub, tools, image, where.at(subtask=sub.index), history, previous, fb)
-        image = await asyncio.to_thread(roles.run_chain, tools, chain, image)
-        chains.append(chain)
-    return Candidate(agent=gen.name, round=where.round or 0, plan=plan, chains=chains, image=image)
-
-
 @dataclass
 class CCAState:
     """Everything a CCA loop carries from one round to the next (so a round can run in a fresh node)."""
@@ -97,43 +83,92 @@ def cca_start(generators: list[Generator], settings: CCASettings) -> CCAState:
     return CCAState(Trace(title=f"CCA: {len(generators)} generators x up to {settings.rounds} rounds"))
 
 
-async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
-                    generators: list[Generator], discriminator: Brain, competitor: Brain, settings: CCASettings,
-                    should_stop: Callable[[], None] | None = None) -> CCAState:
-    """One round: both generators plan and execute (concurrently), the discriminator judges both, the
-    competitor keeps the best and may stop."""
+@dataclass
+class RoundPlans:
+    """A CCA round after its plan step: what its execute step needs, in process or as Executor nodes."""
+
+    round: int
+    request: EditRequest  # with the caption the discriminator wrote, when it wrote one
+    base: np.ndarray = field(repr=False)  # what this round edits: the original, or the best so far
+    plans: dict[str, Plan] = field(default_factory=dict)
+
+
+def _rival(state: CCAState, generators: list[Generator], gen: Generator) -> Candidate | None:
+    others = [state.last[o.name] for o in generators if o.name != gen.name and o.name in state.last]
+    return max(others, key=lambda c: c.feedback.score if c.feedback else 0.0) if others else None
+
+
+async def _round_setup(state: CCAState, image: np.ndarray, request: EditRequest, discriminator: Brain,
+                       settings: CCASettings, should_stop) -> tuple[RoundPlans, Where]:
     rnd = state.rounds_run
-    trace, history, last, best = state.trace, state.history, state.last, state.best
-    base = image if settings.restart_from_original or best is None else best.image
-    judge = Where(trace, "discriminator", round=rnd, should_stop=should_stop)
+    judge = Where(state.trace, "discriminator", round=rnd, should_stop=should_stop)
     if state.questions is None:
         state.caption = await cca_caption(discriminator, request, image, judge)
     if state.caption:
         request = replace(request, caption=state.caption)
-    aesthetic = roles.aesthetic_rater(tools)
+    base = image if settings.restart_from_original or state.best is None else state.best.image
+    return RoundPlans(rnd, request, base), judge
 
-    def rival_of(g: Generator) -> Candidate | None:
-        others = [last[o.name] for o in generators if o.name != g.name and o.name in last]
-        return max(others, key=lambda c: c.feedback.score if c.feedback else 0.0) if others else None
 
-    # round 0: the request's questions are written while the generators work (they do not depend on any plan)
+async def _plan_one(state: CCAState, work: RoundPlans, tools: ToolRegistry, generators: list[Generator],
+                    gen: Generator, should_stop) -> Plan:
+    """CCA's planner step for one generator: reflect on its own result and learn from the rival's."""
+    own, rival = state.last.get(gen.name), _rival(state, generators, gen)
+    return await roles.plan(gen.planner, work.request, tools, work.base,
+                            Where(state.trace, gen.name, round=work.round, should_stop=should_stop), state.history,
+                            previous=own.plan if own else None, own_feedback=own.feedback if own else None,
+                            rival_plan=rival.plan if rival else None, rival_feedback=rival.feedback if rival else None)
+
+
+async def cca_execute(state: CCAState, work: RoundPlans, tools: ToolRegistry, gen: Generator,
+                      should_stop=None) -> Candidate:
+    """CCA's execute step for one generator, in process: each subtask's chain, fed the matching subtask's feedback
+    and chain from its own last round (by goal, then tool; never by index)."""
+    plan, own, image, chains = work.plans[gen.name], state.last.get(gen.name), work.base, []
+    where = Where(state.trace, gen.name, round=work.round, should_stop=should_stop)
+    for sub in plan.subtasks:
+        previous, fb = (roles.earlier_attempt(own.plan, own.chains, own.feedback, sub) if own is not None
+                        else (None, None))
+        chain = await roles.execute(gen.executor, sub, tools, image, where.at(subtask=sub.index), state.history,
+                                    previous, fb)
+        image = await asyncio.to_thread(roles.run_chain, tools, chain, image)
+        chains.append(chain)
+    return Candidate(agent=gen.name, round=work.round, plan=plan, chains=chains, image=image)
+
+
+async def cca_plan(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                   generators: list[Generator], discriminator: Brain, settings: CCASettings,
+                   should_stop=None) -> RoundPlans:
+    """A round's plan step: in round 0 the caption, then the request's questions beside both planners."""
+    work, judge = await _round_setup(state, image, request, discriminator, settings, should_stop)
     questions = (state.questions if state.questions is not None
-                 else roles.write_questions(discriminator, request, tools, image, judge))
-    *cands, state.questions = await asyncio.gather(*(
-        _generate(g, request, tools, base, Where(trace, g.name, round=rnd, should_stop=should_stop), history,
-                  last.get(g.name), rival_of(g)) for g in generators), _ready(questions))
+                 else roles.write_questions(discriminator, work.request, tools, image, judge))
+    *plans, state.questions = await asyncio.gather(
+        *(_plan_one(state, work, tools, generators, g, should_stop) for g in generators), _ready(questions))
+    work.plans = {g.name: p for g, p in zip(generators, plans)}
+    return work
+
+
+async def cca_judge(state: CCAState, image: np.ndarray, work: RoundPlans, tools: ToolRegistry,
+                    candidates: list[Candidate], discriminator: Brain, competitor: Brain, settings: CCASettings,
+                    should_stop=None) -> CCAState:
+    """A round's judge and decide steps: the discriminator answers the request's questions on every candidate,
+    the report is compiled, and the competitor keeps the best (of this round and the memory) and may stop."""
+    rnd, trace = work.round, state.trace
+    judge = Where(trace, "discriminator", round=rnd, should_stop=should_stop)
+    aesthetic = roles.aesthetic_rater(tools)
     feedbacks = await asyncio.gather(*(
-        roles.discriminate(discriminator, request, c.plan, image, c.image, judge, state.questions, aesthetic)
-        for c in cands))
-    for c, fb in zip(cands, feedbacks):
+        roles.discriminate(discriminator, work.request, c.plan, image, c.image, judge, state.questions, aesthetic)
+        for c in candidates))
+    for c, fb in zip(candidates, feedbacks):
         c.feedback = fb
-    roles.suggest_other_tools(list(cands), judge)
-    for c in cands:
-        fb = c.feedback
-        last[c.agent] = c
-        history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=fb.score, image=c.image)
-    state.every.extend(cands)
-    pool = list(cands) + ([best] if best is not None else [])
+    roles.suggest_other_tools(list(candidates), judge)
+    for c in candidates:
+        state.last[c.agent] = c
+        state.history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=c.feedback.score,
+                          image=c.image)
+    state.every.extend(candidates)
+    pool = list(candidates) + ([state.best] if state.best is not None else [])
     pick, stop, reason = await roles.compete(competitor, pool, settings.min_score,
                                              Where(trace, "competitor", round=rnd, should_stop=should_stop))
     state.best = best = pool[pick]
@@ -147,6 +182,23 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     return state
 
 
+async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                    generators: list[Generator], discriminator: Brain, competitor: Brain, settings: CCASettings,
+                    should_stop: Callable[[], None] | None = None) -> CCAState:
+    """One round in process: each generator plans and executes (the two concurrently, with the questions written
+    beside them in round 0), then the judge and decide steps."""
+    work, judge = await _round_setup(state, image, request, discriminator, settings, should_stop)
+
+    async def generate(gen: Generator) -> Candidate:
+        work.plans[gen.name] = await _plan_one(state, work, tools, generators, gen, should_stop)
+        return await cca_execute(state, work, tools, gen, should_stop)
+
+    questions = (state.questions if state.questions is not None
+                 else roles.write_questions(discriminator, work.request, tools, image, judge))
+    *cands, state.questions = await asyncio.gather(*(generate(g) for g in generators), _ready(questions))
+    return await cca_judge(state, image, work, tools, list(cands), discriminator, competitor, settings, should_stop)
+
+
 async def _ready(value):
     return await value if asyncio.iscoroutine(value) else value
 
@@ -158,31 +210,33 @@ async def cca_caption(discriminator: Brain, request: EditRequest, image: np.ndar
     return await roles.describe(discriminator, image, where)
 
 
-async def cca_questions(discriminator: Brain, request: EditRequest, tools: ToolRegistry, image: np.ndarray,
-                        where: Where) -> tuple[str, list[Question]]:
-    """CCA's discriminator before round 0, for a runner that cannot overlap it with the generators: the caption,
-    then the request's questions, shared by both generators and every round."""
-    caption = await cca_caption(discriminator, request, image, where)
-    if caption:
-        request = replace(request, caption=caption)
-    return caption, await roles.write_questions(discriminator, request, tools, image, where)
+async def or_keep_best(state: CCAState | "ClosedLoopState", keep: bool, step: Awaitable[T], what: str) -> T | None:
+    """Run a loop step; when a brain fails in it (the endpoint died, ...) and ``keep`` says so, the loop ends with
+    what it has (CCA: the best result of the earlier rounds; the closed loop: the subtasks done) and the error in
+    the trace, and None is returned. Without anything done yet it fails."""
+    try:
+        return await step
+    except BrainError as err:
+        has_result = state.best is not None if isinstance(state, CCAState) else True
+        if not (keep and has_result):
+            raise
+        state.error = f"{what} failed: {err}"
+        kept = (f"the best so far ({state.best.agent}, round {state.best.round})" if isinstance(state, CCAState)
+                else f"the {len(state.accepted)} subtask(s) done")
+        state.trace.add("loop", "cca" if isinstance(state, CCAState) else "imagagent",
+                        f"stop: a brain failed in {what}; keeping {kept}", outputs={"error": str(err)})
+        return None
 
 
 async def cca_round_or_keep_best(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
                                  generators: list[Generator], discriminator: Brain, competitor: Brain,
                                  settings: CCASettings, should_stop: Callable[[], None] | None = None) -> CCAState:
-    """A round; when a brain fails (the endpoint died, ...) and the settings say so, the loop ends with the
-    best result of the earlier rounds and the error in the trace. Without an earlier result it fails."""
-    try:
-        return await cca_round(state, image, request, tools, generators, discriminator, competitor, settings, should_stop)
-    except BrainError as err:
-        if not (settings.keep_best_on_brain_error and state.best is not None):
-            raise
-        state.error = f"round {state.rounds_run} failed: {err}"
-        state.trace.add("loop", "cca", f"stop: a brain failed in round {state.rounds_run}; keeping the best so far "
-                                       f"({state.best.agent}, round {state.best.round})", round=state.rounds_run,
-                        outputs={"error": str(err)})
-        return state
+    """A round; when a brain fails and the settings say so, the loop ends with the best result of the earlier
+    rounds and the error in the trace. Without an earlier result it fails."""
+    await or_keep_best(state, settings.keep_best_on_brain_error,
+                       cca_round(state, image, request, tools, generators, discriminator, competitor, settings,
+                                 should_stop), f"round {state.rounds_run}")
+    return state
 
 
 def cca_summary(rounds: int, tool_calls: int, stopped_early: bool, best: Candidate | Any, started: float,
@@ -194,11 +248,11 @@ def cca_summary(rounds: int, tool_calls: int, stopped_early: bool, best: Candida
             "unsupported": best.plan.unsupported, "mode": mode, "wall_s": round(time.perf_counter() - started, 3)}
 
 
-def cca_result(state: CCAState) -> CCAResult:
+def cca_result(state: CCAState, mode: str = "in-process") -> CCAResult:
     best = state.best
     assert best is not None
     calls = sum(c.tool_calls() for c in state.every)
-    state.trace.summary = cca_summary(state.rounds_run, calls, state.stopped, best, state.started, "in-process")
+    state.trace.summary = cca_summary(state.rounds_run, calls, state.stopped, best, state.started, mode)
     if state.error:
         state.trace.summary["error"] = state.error
     return CCAResult(best.image, best, state.rounds_run, calls, state.every, state.stopped, state.trace)
@@ -260,14 +314,19 @@ class ClosedLoopState:
     attempts: list[Attempt] = field(default_factory=list)
     accepted: list[bool] = field(default_factory=list)
     unjudged: list[int] = field(default_factory=list)
+    tries: list[Attempt] = field(default_factory=list)  # the current subtask's attempts so far
     error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
     started: float = field(default_factory=time.perf_counter)
 
     def done(self) -> bool:
         return bool(self.error) or len(self.accepted) >= len(self.plan.subtasks)
 
+    def subtask(self) -> Subtask:
+        """The subtask being worked on."""
+        return self.plan.subtasks[len(self.accepted)]
 
-def _panel(experts: list[Brain], settings: ClosedLoopSettings) -> list[tuple[str, Brain]]:
+
+def expert_panel(experts: list[Brain], settings: ClosedLoopSettings) -> list[tuple[str, Brain]]:
     if len(experts) not in (1, len(settings.experts)):
         raise ValueError(f"give one brain for all experts or one per expert ({len(settings.experts)})")
     return list(zip(settings.experts, experts if len(experts) > 1 else experts * len(settings.experts)))
@@ -282,34 +341,42 @@ async def closed_loop_start(image: np.ndarray, request: EditRequest, tools: Tool
     return ClosedLoopState(trace, the_plan, image, history)
 
 
-async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, executor: Brain, experts: list[Brain],
-                              aggregator: Brain, settings: ClosedLoopSettings,
-                              should_stop: Callable[[], None] | None = None,
-                              on_step: Callable[[int, int, str], None] | None = None) -> ClosedLoopState:
-    """The next subtask: up to tau_it attempts, each judged by the panel and the aggregator; keep the best."""
-    panel = _panel(experts, settings)
-    sub = state.plan.subtasks[len(state.accepted)]
-    where = Where(state.trace, "imagagent", should_stop=should_stop)
-    current, history, total = state.current, state.history, len(state.plan.subtasks)
-    tries: list[Attempt] = []
-    previous: list[ToolCall] | None = None
-    feedback: Feedback | None = None
-    for n in range(settings.max_attempts):
-        w = where.at(subtask=sub.index, attempt=n)
-        if on_step:
-            on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {n + 1}")
-        fb_for_executor = None if feedback is None else attempt_feedback(feedback, settings.accept_score)
-        # IMAGAgent's orchestrator: the planner's tool is a suggestion, an attempt may choose another
-        chain = await roles.execute(executor, sub, tools, current, w, history, previous, fb_for_executor, any_tool=True)
-        out = await asyncio.to_thread(roles.run_chain, tools, chain, current)
-        critiques = await asyncio.gather(*(roles.critique(b, name, sub, current, out, w) for name, b in panel))
-        feedback = await roles.aggregate(aggregator, list(critiques), w)
-        tries.append(Attempt(subtask=sub.index, number=n, chain=chain, feedback=feedback, image=out))
-        record_attempt(history, sub.index, n, chain, feedback, out)
-        previous = chain
-        # accepted, or not judged at all: a new attempt would not be judged either
-        if not feedback.judged or feedback.score >= settings.accept_score:
-            break
+async def closed_loop_execute(state: ClosedLoopState, tools: ToolRegistry, executor: Brain,
+                              settings: ClosedLoopSettings, should_stop=None) -> tuple[list[ToolCall], np.ndarray]:
+    """The execute step of the next attempt, in process: IMAGAgent's orchestrator writes a chain (the planner's
+    tool is a suggestion; it may choose another) from the last attempt's typed feedback, and it runs."""
+    sub, last = state.subtask(), (state.tries[-1] if state.tries else None)
+    w = Where(state.trace, "imagagent", subtask=sub.index, attempt=len(state.tries), should_stop=should_stop)
+    chain = await roles.execute(executor, sub, tools, state.current, w, state.history, last.chain if last else None,
+                                attempt_feedback(last.feedback, settings.accept_score) if last else None,
+                                any_tool=True)
+    return chain, await asyncio.to_thread(roles.run_chain, tools, chain, state.current)
+
+
+async def closed_loop_judge(state: ClosedLoopState, chain: list[ToolCall], out: np.ndarray, experts: list[Brain],
+                            aggregator: Brain, settings: ClosedLoopSettings, should_stop=None) -> Attempt:
+    """The judge step: the expert panel (concurrently) and the aggregator on one attempt; it enters C."""
+    sub = state.subtask()
+    w = Where(state.trace, "imagagent", subtask=sub.index, attempt=len(state.tries), should_stop=should_stop)
+    critiques = await asyncio.gather(*(roles.critique(b, name, sub, state.current, out, w)
+                                       for name, b in expert_panel(experts, settings)))
+    feedback = await roles.aggregate(aggregator, list(critiques), w)
+    attempt = Attempt(subtask=sub.index, number=len(state.tries), chain=chain, feedback=feedback, image=out)
+    state.tries.append(attempt)
+    record_attempt(state.history, sub.index, attempt.number, chain, feedback, out)
+    return attempt
+
+
+def closed_loop_retry(state: ClosedLoopState, settings: ClosedLoopSettings) -> bool:
+    """The decide step: another attempt when the last was judged, below tau_sr, and attempts are left (an
+    attempt no expert could judge is not retried: the next could not be judged either)."""
+    last = state.tries[-1]
+    return last.feedback.judged and last.score < settings.accept_score and len(state.tries) < settings.max_attempts
+
+
+def closed_loop_finish_subtask(state: ClosedLoopState, settings: ClosedLoopSettings) -> None:
+    """The finish step of a subtask: keep the best attempt (accepted at tau_sr when judged) and move on."""
+    sub, tries = state.subtask(), state.tries
     best = max(tries, key=lambda a: a.score)
     ok = best.feedback.judged and best.score >= settings.accept_score
     if not best.feedback.judged:
@@ -320,10 +387,27 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
                                          f"{best.number} (score {best.score:.1f})", subtask=sub.index,
                     scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]},
                     preview=best.image)
-    record_choice(history, sub.index, best.number, len(tries), best.score, best.feedback.judged, ok)
+    record_choice(state.history, sub.index, best.number, len(tries), best.score, best.feedback.judged, ok)
     state.current = best.image
     state.attempts.extend(tries)
+    state.tries = []
     state.accepted.append(ok)
+
+
+async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, executor: Brain, experts: list[Brain],
+                              aggregator: Brain, settings: ClosedLoopSettings,
+                              should_stop: Callable[[], None] | None = None,
+                              on_step: Callable[[int, int, str], None] | None = None) -> ClosedLoopState:
+    """The next subtask in process: up to tau_it attempts (execute, judge, decide), then keep the best."""
+    sub, total = state.subtask(), len(state.plan.subtasks)
+    while True:
+        if on_step:
+            on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {len(state.tries) + 1}")
+        chain, out = await closed_loop_execute(state, tools, executor, settings, should_stop)
+        await closed_loop_judge(state, chain, out, experts, aggregator, settings, should_stop)
+        if not closed_loop_retry(state, settings):
+            break
+    closed_loop_finish_subtask(state, settings)
     return state
 
 
@@ -357,15 +441,12 @@ async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistr
     """A subtask; when a brain fails and the settings say so, the loop ends keeping the subtasks already done
     (the image as it was before this one) with the error in the trace."""
     index = len(state.accepted)
-    try:
-        return await closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop, on_step)
-    except BrainError as err:
-        if not settings.keep_best_on_brain_error:
-            raise
-        state.error = f"subtask {index} failed: {err}"
-        state.trace.add("loop", "imagagent", f"stop: a brain failed in subtask {index}; keeping the "
-                                             f"{index} subtask(s) done", subtask=index, outputs={"error": str(err)})
-        return state
+    done = await or_keep_best(state, settings.keep_best_on_brain_error,
+                              closed_loop_subtask(state, tools, executor, experts, aggregator, settings, should_stop,
+                                                  on_step), f"subtask {index}")
+    if done is None:
+        state.tries = []  # the failed subtask's attempts are not kept
+    return state
 
 
 def closed_loop_summary(plan_: Plan, accepted: list[bool], unjudged: list[int], attempts: int, tool_calls: int,
@@ -376,10 +457,10 @@ def closed_loop_summary(plan_: Plan, accepted: list[bool], unjudged: list[int], 
             "wall_s": round(time.perf_counter() - started, 3)}
 
 
-def closed_loop_result(state: ClosedLoopState) -> ClosedLoopResult:
+def closed_loop_result(state: ClosedLoopState, mode: str = "in-process") -> ClosedLoopResult:
     calls = sum(len(a.chain) for a in state.attempts)
     state.trace.summary = closed_loop_summary(state.plan, state.accepted, state.unjudged, len(state.attempts), calls,
-                                              state.started, "in-process")
+                                              state.started, mode)
     if state.error:
         state.trace.summary["error"] = state.error
     return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace,
@@ -393,7 +474,7 @@ async def run_closed_loop(image: np.ndarray, request: EditRequest, tools: ToolRe
     """Plan once; per subtask up to tau_it attempts judged by the expert panel and the aggregator."""
     settings = settings or ClosedLoopSettings()
     try:
-        _panel(experts, settings)
+        expert_panel(experts, settings)
         state = await closed_loop_start(image, request, tools, planner, settings, should_stop)
         while not state.done():
             await closed_loop_subtask_or_keep(state, tools, executor, experts, aggregator, settings, should_stop, on_step)

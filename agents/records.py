@@ -280,6 +280,8 @@ class Handoff:
     history: "HistoryContext | None" = None  # IMAGAgent's C, when a loop's role nodes carry it to the executor
     questions: list[Question] | None = None  # CCA: the request's questions, written once and reused by later critics
     orchestrate: bool = False  # IMAGAgent: the executor may choose any tool of the toolbox (the plan's is a suggestion)
+    keep_going: bool = False  # inside a loop that keeps its best on a brain error: an Executor reports it here
+    error: str = ""  # ...as this, instead of failing the run
 
     def candidate(self) -> "Candidate":
         if self.image is None:

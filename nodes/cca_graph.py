@@ -1,52 +1,85 @@
-"""CCA rounds built from role nodes, for toolboxes with graph tools.
+"""CCA rounds whose execute step runs as Executor nodes, for toolboxes with graph tools.
 
-Graph tools run as expanded ComfyUI nodes, which an in-process loop cannot do mid-round. So when
-the toolbox holds graph tools, the CCA Loop expands each round into the role nodes themselves —
-for each generator Planner -> Executor (which expands graph tools) -> Critic, then an Aggregator
-that keeps the best — followed by a Round End node that either finishes or expands the next round.
+Graph tools run as expanded ComfyUI nodes, which an in-process loop cannot do mid-round. So the CCA Loop
+runs every step of a round as the in-process loop does (``agents/loops.py``: plan, judge, decide, finish),
+and only the execute step is expanded: one Executor node per generator (which expands graph tools), then a
+Round End node that judges, decides, and plans and expands the next round or finishes. The typed loop
+state travels through ``resume``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+import numpy as np
 from comfy_api.latest import io
 
-from ..agents import roles
-from ..agents.records import Handoff
-from ..agents.loops import cca_summary as summary
-from ..agents.roles import Where
+from ..agents.brain import Brain, BrainError, close_brains
+from ..agents.loops import (CCASettings, CCAState, Generator, RoundPlans, cca_judge, cca_plan, cca_result,
+                            or_keep_best)
+from ..agents.records import Candidate, EditRequest, Handoff
+from ..agents.trace import Trace
+from ..tools.spec import ToolRegistry
 from .apply_tools import RESUME
-from .common import present
+from .common import node_id, present, stream
 from .convert import arrays_to_image_batch
-from .types import CATEGORY, FEEDBACK, TRACE
+from .types import CATEGORY, FEEDBACK, PLAN, TRACE
 
 RESUME_TIP = "Internal: set by the CCA Loop's expansion; leave unconnected."
+MODE = "executor nodes"
 
 
-def expand_round(graph, cfg: dict, rnd: int, last: dict, best: Handoff | None, bests: list, trace,
-                 calls: int = 0) -> io.NodeOutput:
-    """Round ``rnd`` as role nodes, then a Round End that decides what comes next."""
-    base = cfg["image"] if cfg["restart_from_original"] or best is None else arrays_to_image_batch([best.image])
-    feedback_out, trace_out = {}, trace
-    for g in ("generator-1", "generator-2"):
-        rival = last.get("generator-2" if g == "generator-1" else "generator-1")
-        planner = graph.node("EditAgentsPlanner", id=f"r{rnd}.{g}.plan", **present(
-            image=cfg["image"], instruction=cfg["instruction"], mode="instructed", mood="", caption=cfg["caption"],
-            brain=cfg["brains"][g]["planner"], toolbox=cfg["toolbox"], feedback=last.get(g), rival_feedback=rival,
-            trace=trace_out, rerun_every_time=True))
-        executor = graph.node("EditAgentsExecutor", id=f"r{rnd}.{g}.execute", **present(
-            image=base, plan=planner.out(0), brain=cfg["brains"][g]["executor"], toolbox=cfg["toolbox"],
-            feedback=last.get(g), trace=planner.out(1), rerun_every_time=True))
-        critic = graph.node("EditAgentsCritic", id=f"r{rnd}.{g}.critic", **present(
-            original=cfg["image"], plan=executor.out(1), mode="discriminator (CCA)", brain=cfg["discriminator"],
-            toolbox=cfg["toolbox"], questions=cfg["questions"], trace=executor.out(2), rerun_every_time=True))
-        feedback_out[g], trace_out = critic.out(0), critic.out(1)
-    pick = graph.node("EditAgentsAggregator", id=f"r{rnd}.compete", **present(
-        feedback_1=feedback_out["generator-1"], feedback_2=feedback_out["generator-2"], feedback_3=best,
-        mode="pick the best (CCA)", accept_score=cfg["min_score"], brain=cfg["competitor"], trace=trace_out,
-        rerun_every_time=True))
-    end = graph.node("EditAgentsCCARoundEnd", id=f"r{rnd}.end", best=pick.out(0), accepted=pick.out(1),
-                     feedback_1=feedback_out["generator-1"], feedback_2=feedback_out["generator-2"], trace=pick.out(3),
-                     resume={"cfg": cfg, "round": rnd, "bests": bests, "calls": calls})
+@dataclass
+class CCARun:
+    """What every round of one CCA Loop run shares: its inputs and the brains, worked out once by the node."""
+
+    image: np.ndarray = field(repr=False)
+    request: EditRequest
+    tools: ToolRegistry
+    toolbox: object
+    generators: list[Generator]
+    discriminator: Brain
+    competitor: Brain
+    settings: CCASettings
+    bests: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    def brains(self) -> list[Brain]:
+        return [b for g in self.generators for b in (g.planner, g.executor)] + [self.discriminator, self.competitor]
+
+
+def as_handoff(c: Candidate, request: EditRequest) -> Handoff:
+    return Handoff(request, c.plan, c.chains, c.image, c.feedback, c.agent, c.round)
+
+
+def expand_round(graph, run: CCARun, state: CCAState, work: RoundPlans) -> io.NodeOutput:
+    """The execute step of a round as one Executor node per generator, then a Round End."""
+    base = arrays_to_image_batch([work.base])
+    executed = []
+    for g in run.generators:
+        own = state.last.get(g.name)
+        plan = Handoff(work.request, work.plans[g.name], round=work.round, agent=g.name, history=state.history,
+                       keep_going=run.settings.keep_best_on_brain_error)
+        executed.append(graph.node("EditAgentsExecutor", id=f"r{work.round}.{g.name}.execute", **present(
+            image=base, plan=plan, brain=g.executor, toolbox=run.toolbox,
+            feedback=as_handoff(own, work.request) if own is not None else None, trace=state.trace,
+            rerun_every_time=True)))
+    end = graph.node("EditAgentsCCARoundEnd", id=f"r{work.round}.end", executed_1=executed[0].out(1),
+                     trace_1=executed[0].out(2), resume={"run": run, "state": state, "work": work, "base": len(state.trace.steps)},
+                     **({"executed_2": executed[1].out(1), "trace_2": executed[1].out(2)} if len(executed) > 1 else {}))
     return io.NodeOutput(end.out(0), end.out(1), end.out(2), end.out(3), expand=graph.finalize())
+
+
+def merged(base_len: int, traces: list[Trace]) -> Trace:
+    """One trace from the copies the parallel Executor nodes appended to."""
+    out = traces[0]
+    for t in traces[1:]:
+        for step in t.steps[base_len:]:
+            step.index = len(out.steps)
+            out.steps.append(step)
+    return out
+
+
+async def _failed(error: str):
+    raise BrainError(error)
 
 
 class CCARoundEnd(io.ComfyNode):
@@ -54,13 +87,13 @@ class CCARoundEnd(io.ComfyNode):
     def define_schema(cls):
         return io.Schema(
             node_id="EditAgentsCCARoundEnd", display_name="CCA Round End (internal)", category=CATEGORY + "/internal",
-            description="Made by the CCA Loop when its toolbox has graph tools: ends a round and starts the next, or "
-                        "finishes. Not meant to be placed by hand.",
-            inputs=[FEEDBACK.Input("best", tooltip="The competitor's pick."),
-                    io.Boolean.Input("accepted", tooltip="Whether the pick satisfies the request."),
-                    FEEDBACK.Input("feedback_1", tooltip="Generator 1's feedback."),
-                    FEEDBACK.Input("feedback_2", tooltip="Generator 2's feedback."),
-                    TRACE.Input("trace", tooltip="The trace so far."),
+            description="Made by the CCA Loop when its toolbox has graph tools: judges a round the Executor nodes "
+                        "ran, keeps the best, and plans and expands the next round or finishes. Not meant to be "
+                        "placed by hand.",
+            inputs=[PLAN.Input("executed_1", tooltip="Generator 1's executed plan."),
+                    TRACE.Input("trace_1", tooltip="The trace after generator 1's Executor."),
+                    PLAN.Input("executed_2", optional=True, tooltip="Generator 2's executed plan."),
+                    TRACE.Input("trace_2", optional=True, tooltip="The trace after generator 2's Executor."),
                     RESUME.Input("resume", tooltip=RESUME_TIP)],
             outputs=[io.Image.Output(display_name="image", tooltip="The best result so far."),
                      io.Image.Output(display_name="rounds", tooltip="Each round's best, in order."),
@@ -73,32 +106,42 @@ class CCARoundEnd(io.ComfyNode):
         return float("nan")
 
     @classmethod
-    def execute(cls, best, accepted, feedback_1, feedback_2, trace, resume) -> io.NodeOutput:
+    async def execute(cls, executed_1, trace_1, resume, executed_2=None, trace_2=None) -> io.NodeOutput:
+        import comfy.model_management
         from comfy_execution.graph_utils import GraphBuilder
 
-        graph = GraphBuilder()
-        cfg, rnd, bests = resume["cfg"], resume["round"], resume["bests"] + [best.image]
-        calls = resume.get("calls", 0) + sum(len(c) for h in (feedback_1, feedback_2) for c in h.chains)
-        best.round = max(best.round, 0)
-        trace.add("loop", "cca", f"round {rnd}: best is {best.agent}; {'satisfied' if accepted else 'not yet satisfied'}",
-                  round=rnd, scores={"best": best.feedback.score if best.feedback else 0.0}, preview=best.image)
-        done = (accepted and cfg["early_stop"]) or rnd + 1 >= cfg["rounds"]
-        if not done:  # as the in-process loop: alike results that still fail get "try another tool"
-            roles.suggest_other_tools([feedback_1.candidate(), feedback_2.candidate()],
-                                      Where(trace, "discriminator", round=rnd))
-            last = {"generator-1": _next_round(feedback_1, "generator-1", rnd),
-                    "generator-2": _next_round(feedback_2, "generator-2", rnd)}
-            return expand_round(graph, cfg, rnd + 1, last, best, bests, trace, calls)
-        trace.summary = summary(rnd + 1, calls, bool(accepted and cfg["early_stop"] and rnd + 1 < cfg["rounds"]), best,
-                                cfg["started"], "role nodes")
-        missing = f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else ""
-        return io.NodeOutput(arrays_to_image_batch([best.image]), arrays_to_image_batch(bests), trace, best,
-                             ui={"text": [f"{rnd + 1} round(s) as role nodes; best {best.agent}, score "
-                                          f"{best.feedback.score:.1f}{missing}"]})
+        from .loop_nodes import cca_text
 
-
-def _next_round(h: Handoff, agent: str, rnd: int) -> Handoff:
-    return Handoff(h.request, h.plan, h.chains, h.image, h.feedback, agent, rnd)
+        graph = GraphBuilder()  # before the first await
+        run, state, work = resume["run"], resume["state"], resume["work"]
+        stop = comfy.model_management.throw_exception_if_processing_interrupted
+        executed = [h for h in (executed_1, executed_2) if h is not None]
+        state.trace = stream(merged(resume["base"], [t for t in (trace_1, trace_2) if t is not None]), node_id(),
+                             replay=False)
+        keep, what = run.settings.keep_best_on_brain_error, f"round {work.round}"
+        try:
+            errors = [h.error for h in executed if h.error]
+            if errors:  # an executor's brain failed and the loop keeps going: as in-process, keep the best or fail
+                await or_keep_best(state, keep, _failed(errors[0]), what)
+            else:
+                cands = [Candidate(h.agent, work.round, h.plan, h.chains, h.image) for h in executed]
+                await or_keep_best(state, keep, cca_judge(state, run.image, work, run.tools, cands, run.discriminator,
+                                                          run.competitor, run.settings, stop), what)
+            if state.best is not None and state.rounds_run > len(run.bests):
+                run.bests.append(state.best.image)
+            if not state.done(run.settings):
+                nxt = await or_keep_best(state, keep, cca_plan(state, run.image, run.request, run.tools, run.generators,
+                                                               run.discriminator, run.settings, stop),
+                                         f"round {state.rounds_run}")
+                if nxt is not None:
+                    return expand_round(graph, run, state, nxt)
+        finally:
+            await close_brains(*run.brains())
+        result = cca_result(state, mode=MODE)
+        best = result.best
+        handoff = as_handoff(best, run.request)
+        return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(run.bests), result.trace,
+                             handoff, ui={"text": [cca_text(result)]})
 
 
 NODES = [CCARoundEnd]

@@ -1,48 +1,63 @@
-"""IMAGAgent's closed loop built from role nodes, for toolboxes with graph tools.
+"""IMAGAgent's closed loop whose execute step runs as Executor nodes, for toolboxes with graph tools.
 
-The plan is made in-process; each attempt at a subtask expands into an Executor (which expands
-graph tools), three expert Critics and an Aggregator; a Step node then accepts, retries with the
-feedback, moves to the next subtask, or finishes.
+Every step but execution runs as in the in-process loop (``agents/loops.py``: plan, judge, decide, finish);
+each attempt's execute step is an Executor node (which expands graph tools), followed by a Step node that
+judges the attempt with the expert panel and the aggregator, and retries, moves on, or finishes. The typed
+loop state travels through ``resume``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from comfy_api.latest import io
 
-from ..agents.loops import closed_loop_summary as summary
-from ..agents.loops import record_attempt, record_choice
-from ..agents.records import Handoff, HistoryContext, Plan
+from ..agents.brain import Brain, BrainError, close_brains
+from ..agents.loops import (ClosedLoopSettings, ClosedLoopState, closed_loop_finish_subtask, closed_loop_judge,
+                            closed_loop_result, closed_loop_retry, or_keep_best)
+from ..agents.records import EditRequest, Handoff, Plan
+from ..tools.spec import ToolRegistry
 from .apply_tools import RESUME
-from .common import present
-from .convert import arrays_to_image_batch, image_batch_to_arrays
-from .types import CATEGORY, FEEDBACK, TRACE
+from .common import node_id, present, stream
+from .convert import arrays_to_image_batch
+from .types import CATEGORY, FEEDBACK, PLAN, TRACE
 
-EXPERTS = ("intent", "quality", "fidelity")
+MODE = "executor nodes"
 
 
-def expand_attempt(graph, cfg: dict, state: dict, previous: Handoff | None) -> io.NodeOutput:
-    """One attempt at the current subtask as role nodes, then a Step node that decides what comes next."""
-    sub_index, attempt = state["subtask"], state["attempt"]
-    sub = state["plan"].subtasks[sub_index]
-    tag = f"s{sub_index}.a{attempt}"
-    current = arrays_to_image_batch([state["current"]])
-    one = Handoff(cfg["request"], Plan([sub]), round=attempt, agent="imagagent", history=state["history"],
-                  orchestrate=True)
+@dataclass
+class ClosedLoopRun:
+    """What every attempt of one Closed Loop run shares: its inputs and the brains, worked out once by the node."""
+
+    request: EditRequest
+    tools: ToolRegistry
+    toolbox: object
+    executor: Brain
+    experts: list[Brain]
+    aggregator: Brain
+    settings: ClosedLoopSettings
+
+    def brains(self) -> list[Brain]:
+        return [self.executor, *self.experts, self.aggregator]
+
+
+def expand_attempt(graph, run: ClosedLoopRun, state: ClosedLoopState) -> io.NodeOutput:
+    """The next attempt's execute step as an Executor node, then a Step node that judges and decides."""
+    sub, last = state.subtask(), (state.tries[-1] if state.tries else None)
+    tag = f"s{sub.index}.a{len(state.tries)}"
+    plan = Handoff(run.request, Plan([sub]), round=len(state.tries), agent="imagagent", history=state.history,
+                   orchestrate=True, keep_going=run.settings.keep_best_on_brain_error)
+    previous = (Handoff(run.request, Plan([sub]), [last.chain], last.image, last.feedback, "imagagent", last.number)
+                if last is not None else None)
     executor = graph.node("EditAgentsExecutor", id=f"{tag}.execute", **present(
-        image=current, plan=one, brain=cfg["executor"], toolbox=cfg["toolbox"], feedback=previous,
-        trace=state["trace"], rerun_every_time=True))
-    trace_out, feedbacks = executor.out(2), []
-    for name, brain in zip(EXPERTS, cfg["experts"]):
-        critic = graph.node("EditAgentsCritic", id=f"{tag}.{name}", **present(
-            original=current, plan=executor.out(1), mode=f"expert: {name}", brain=brain, trace=trace_out,
-            rerun_every_time=True))
-        feedbacks.append(critic.out(0))
-        trace_out = critic.out(1)
-    merge = graph.node("EditAgentsAggregator", id=f"{tag}.aggregate", **present(
-        feedback_1=feedbacks[0], feedback_2=feedbacks[1], feedback_3=feedbacks[2], mode="merge critiques (IMAGAgent)",
-        accept_score=cfg["accept_score"], brain=cfg["aggregator"], trace=trace_out, rerun_every_time=True))
-    step = graph.node("EditAgentsClosedLoopStep", id=f"{tag}.step", feedback=merge.out(0), accepted=merge.out(1),
-                      trace=merge.out(3), resume={"cfg": cfg, "state": state})
+        image=arrays_to_image_batch([state.current]), plan=plan, brain=run.executor, toolbox=run.toolbox,
+        feedback=previous, trace=state.trace, rerun_every_time=True))
+    step = graph.node("EditAgentsClosedLoopStep", id=f"{tag}.step", executed=executor.out(1), trace=executor.out(2),
+                      resume={"run": run, "state": state})
     return io.NodeOutput(step.out(0), step.out(1), step.out(2), step.out(3), expand=graph.finalize())
+
+
+async def _failed(error: str):
+    raise BrainError(error)
 
 
 class ClosedLoopStep(io.ComfyNode):
@@ -50,10 +65,10 @@ class ClosedLoopStep(io.ComfyNode):
     def define_schema(cls):
         return io.Schema(
             node_id="EditAgentsClosedLoopStep", display_name="Closed Loop Step (internal)", category=CATEGORY + "/internal",
-            description="Made by the Closed Loop when its toolbox has graph tools: accepts an attempt, retries with the "
-                        "feedback, moves on, or finishes. Not meant to be placed by hand.",
-            inputs=[FEEDBACK.Input("feedback", tooltip="The merged verdict on this attempt."),
-                    io.Boolean.Input("accepted", tooltip="Whether it reached tau_sr."),
+            description="Made by the Closed Loop when its toolbox has graph tools: judges the attempt an Executor "
+                        "node ran with the expert panel, then retries, moves on, or finishes. Not meant to be placed "
+                        "by hand.",
+            inputs=[PLAN.Input("executed", tooltip="The attempt's executed plan."),
                     TRACE.Input("trace", tooltip="The trace so far."),
                     RESUME.Input("resume", tooltip="Internal: set by the Closed Loop's expansion.")],
             outputs=[io.Image.Output(display_name="image", tooltip="The image after the subtasks done so far."),
@@ -67,53 +82,43 @@ class ClosedLoopStep(io.ComfyNode):
         return float("nan")
 
     @classmethod
-    def execute(cls, feedback, accepted, trace, resume) -> io.NodeOutput:
+    async def execute(cls, executed, trace, resume) -> io.NodeOutput:
+        import comfy.model_management
         from comfy_execution.graph_utils import GraphBuilder
 
-        graph = GraphBuilder()
-        cfg, state = resume["cfg"], dict(resume["state"])
-        state["trace"] = trace
-        state["tries"] = state["tries"] + [feedback]
-        state["calls"] = state.get("calls", 0) + sum(len(c) for c in feedback.chains)
-        state["images"] = state["images"] + [feedback.image]
-        sub = state["plan"].subtasks[state["subtask"]]
-        record_attempt(state["history"], sub.index, state["attempt"], [c for chain in feedback.chains for c in chain],
-                       feedback.feedback, feedback.image)  # as the in-process loop
-        # an attempt no expert could judge is not retried: the next one could not be judged either
-        if not accepted and feedback.feedback.judged and state["attempt"] + 1 < cfg["max_attempts"]:
-            state["attempt"] += 1
-            return expand_attempt(graph, cfg, state, feedback)  # retry with this attempt's feedback
-        best = max(state["tries"], key=lambda h: h.feedback.score)
-        ok = best.feedback.judged and best.feedback.score >= cfg["accept_score"]
-        verdict = ("unjudged: no expert could tell whether it was done; keeping" if not best.feedback.judged
-                   else "accept" if ok else "keep the best of")
-        trace.add("loop", "imagagent", f"subtask {sub.index}: {verdict} {len(state['tries'])} attempt(s) "
-                                       f"(score {best.feedback.score:.1f})",
-                  subtask=sub.index, scores={"score": best.feedback.score}, preview=best.image)
-        record_choice(state["history"], sub.index, state["tries"].index(best), len(state["tries"]), best.feedback.score,
-                      best.feedback.judged, ok)
-        state.update(current=best.image, accepted=state["accepted"] + [ok], tries=[], attempt=0,
-                     subtask=state["subtask"] + 1,
-                     unjudged=state["unjudged"] + ([sub.index] if not best.feedback.judged else []))
-        if state["subtask"] < len(state["plan"].subtasks):
-            return expand_attempt(graph, cfg, state, None)
-        trace.summary = summary(state["plan"], state["accepted"], state["unjudged"], len(state["images"]),
-                                state["calls"], state["started"], "role nodes")
-        return io.NodeOutput(arrays_to_image_batch([state["current"]]), arrays_to_image_batch(state["images"]), trace,
-                             best, ui={"text": [f"{len(state['plan'].subtasks)} subtask(s) as role nodes, accepted "
-                                                f"{state['accepted']}"]})
+        from .loop_nodes import closed_loop_outputs
+
+        graph = GraphBuilder()  # before the first await
+        run, state = resume["run"], resume["state"]
+        stop = comfy.model_management.throw_exception_if_processing_interrupted
+        state.trace = stream(trace, node_id(), replay=False)
+        keep, what = run.settings.keep_best_on_brain_error, f"subtask {len(state.accepted)}"
+        try:
+            if executed.error:  # the executor's brain failed and the loop keeps going: as in-process
+                judged = await or_keep_best(state, keep, _failed(executed.error), what)
+            else:
+                chain = [c for chain in executed.chains for c in chain]
+                judged = await or_keep_best(state, keep, closed_loop_judge(
+                    state, chain, executed.image, run.experts, run.aggregator, run.settings, stop), what)
+            if judged is None:
+                state.tries = []  # as in-process: the failed subtask's attempts are not kept
+            elif closed_loop_retry(state, run.settings):
+                return expand_attempt(graph, run, state)
+            else:
+                closed_loop_finish_subtask(state, run.settings)
+                if not state.done():
+                    return expand_attempt(graph, run, state)
+        finally:
+            await close_brains(*run.brains())
+        return closed_loop_outputs(closed_loop_result(state, mode=MODE), run.request)
 
 
-def start(graph, cfg: dict, image, plan: Plan, trace, started: float) -> io.NodeOutput:
-    current = image_batch_to_arrays(image)[0]
-    history = HistoryContext()
-    history.add("plan", plan.summary())
-    state = {"plan": plan, "subtask": 0, "attempt": 0, "current": current, "tries": [], "images": [], "accepted": [],
-             "unjudged": [], "calls": 0, "trace": trace, "history": history, "started": started}
-    if not plan.subtasks:
-        trace.summary = summary(plan, [], [], 0, 0, started, "role nodes")
-        return io.NodeOutput(image, image, trace, Handoff(cfg["request"], plan, image=current))
-    return expand_attempt(graph, cfg, state, None)
+def start(graph, run: ClosedLoopRun, state: ClosedLoopState) -> io.NodeOutput:
+    if state.done():
+        from .loop_nodes import closed_loop_outputs
+
+        return closed_loop_outputs(closed_loop_result(state, mode=MODE), run.request)
+    return expand_attempt(graph, run, state)
 
 
 NODES = [ClosedLoopStep]

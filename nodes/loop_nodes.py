@@ -5,13 +5,13 @@ brain falls back to the planner's, and a missing planner brain to the offline ru
 """
 from __future__ import annotations
 
-import time
 
 from comfy_api.latest import io
 
 from ..agents.brain import close_brains
-from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, cca_result, cca_round_or_keep_best, cca_start,
-                            closed_loop_result, closed_loop_start, closed_loop_subtask_or_keep)
+from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, expert_panel, cca_plan, cca_result,
+                            cca_round_or_keep_best, cca_start, closed_loop_result, closed_loop_start,
+                            closed_loop_subtask_or_keep)
 from ..agents.records import EditRequest, Feedback, Handoff
 from ..agents.rule_brain import RuleBrain
 from .common import Rerunnable, node_id, one_image, rerun_input, present, stream, tools_or_classic
@@ -124,28 +124,18 @@ class CCALoop(Rerunnable, io.ComfyNode):
                       Generator("generator-2", generator_2_brain or planner, second)]
         discriminator = discriminator_brain or planner
         competitor = competitor_brain or discriminator
-        graph_tools = uses_graph_tools(tools)
-        if graph_tools and resume is None:  # graph tools must run as nodes: build each round from role nodes
-            from ..agents.loops import cca_questions
-            from ..agents.roles import Where
-            from ..agents.trace import Trace
-            from .cca_graph import expand_round
-
-            trace = stream(Trace(title="CCA (role nodes)"), node_id())
-            try:  # the discriminator's caption and questions, once for every round (as in-process)
-                auto_caption, questions = await cca_questions(discriminator, request, tools, img,
-                                                              Where(trace, "discriminator", round=0))
-            finally:
-                await close_brains(discriminator)
-
-            # the brains as worked out above, so role nodes think exactly as in-process (generator 2 the bolder)
-            brains = {g.name: {"planner": g.planner, "executor": g.executor} for g in generators}
-            cfg = dict(image=image, instruction=instruction, caption=caption or auto_caption, toolbox=toolbox,
-                       brains=brains, questions=questions, discriminator=discriminator, competitor=competitor,
-                       rounds=rounds, early_stop=early_stop, restart_from_original=restart_from_original,
-                       min_score=min_score, started=time.perf_counter())
-            return expand_round(graph, cfg, 0, {}, None, [], trace)
         stop, bar = _stop_and_progress(rounds)
+        if uses_graph_tools(tools) and resume is None:  # graph tools run as nodes: execute steps become Executor nodes
+            from .cca_graph import CCARun, expand_round
+
+            state = cca_start(generators, settings)
+            stream(state.trace, node_id())
+            run = CCARun(img, request, tools, toolbox, generators, discriminator, competitor, settings)
+            try:
+                work = await cca_plan(state, img, request, tools, generators, discriminator, settings, stop)
+            finally:
+                await close_brains(*run.brains())
+            return expand_round(graph, run, state, work)
         state = resume["state"] if resume else cca_start(generators, settings)
         stream(state.trace, node_id(), replay=False)
         bests = resume["bests"] if resume else []
@@ -154,7 +144,8 @@ class CCALoop(Rerunnable, io.ComfyNode):
                                          should_stop=stop)
         finally:
             await close_brains(planner, executor, second, generators[1].planner, discriminator, competitor)
-        bests.append(state.best.image)
+        if state.best is not None and state.rounds_run > len(bests):
+            bests.append(state.best.image)
         bar.update_absolute(state.rounds_run, rounds)
         if not state.done(settings):
             return _continue(graph, "EditAgentsCCALoop", f"round{state.rounds_run}", inputs, {"state": state, "bests": bests})
@@ -162,11 +153,32 @@ class CCALoop(Rerunnable, io.ComfyNode):
         best = result.best
         handoff = Handoff(request, best.plan, best.chains, best.image, best.feedback, best.agent, best.round)
         return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(bests), result.trace, handoff,
-                             ui={"text": [f"{result.rounds} round(s), {result.tool_calls} tool calls, best: {best.agent} "
-                                          f"round {best.round}, score {best.feedback.score:.1f}"
-                                          + (" (stopped early)" if result.stopped_early else "")
-                                          + (f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else "")
-                                          + (f"; stopped: {result.trace.summary['error']}" if "error" in result.trace.summary else "")]})
+                             ui={"text": [cca_text(result)]})
+
+
+def cca_text(result) -> str:
+    """The CCA Loop's text, the same whichever runner ran the rounds."""
+    best = result.best
+    return (f"{result.rounds} round(s), {result.tool_calls} tool calls, best: {best.agent} round {best.round}, score "
+            f"{best.feedback.score:.1f}" + (" (stopped early)" if result.stopped_early else "")
+            + (f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else "")
+            + (f"; stopped: {result.trace.summary['error']}" if "error" in result.trace.summary else ""))
+
+
+def closed_loop_outputs(result, request: EditRequest) -> io.NodeOutput:
+    """The Closed Loop's outputs and text, the same whichever runner ran the attempts."""
+    images = [a.image for a in result.attempts if a.image is not None] or [result.image]
+    last = result.attempts[-1].feedback if result.attempts else Feedback(score=0.0, negative="nothing to do")
+    handoff = Handoff(request, result.plan, [a.chain for a in result.attempts], result.image, last)
+    summary = f"{len(result.plan.subtasks)} subtask(s), {len(result.attempts)} attempt(s), accepted {result.accepted}"
+    if result.unjudged:
+        summary += f"; not judged (no expert could tell whether they were done): subtask(s) {result.unjudged}"
+    if result.plan.unsupported:
+        summary += f"; cannot do: {'; '.join(result.plan.unsupported)}"
+    if "error" in result.trace.summary:
+        summary += f"; stopped: {result.trace.summary['error']}"
+    return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(images), result.trace, handoff,
+                         ui={"text": [summary]})
 
 
 class ClosedLoop(Rerunnable, io.ComfyNode):
@@ -225,22 +237,16 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
         executor, aggregator = executor_brain or planner, aggregator_brain or planner
         experts = [b or planner for b in (expert_1_brain, expert_2_brain, expert_3_brain)]
         stop, bar = _stop_and_progress(100)
-        graph_tools = uses_graph_tools(tools)
-        if graph_tools and resume is None:  # graph tools must run as nodes: attempts are built from role nodes
-            from ..agents.roles import Where, plan as make_plan
-            from ..agents.trace import Trace
-            from .closed_loop_graph import start
+        if uses_graph_tools(tools) and resume is None:  # graph tools run as nodes: execute steps become Executor nodes
+            from .closed_loop_graph import ClosedLoopRun, start
 
-            trace, started = stream(Trace(title="IMAGAgent closed loop (role nodes)"), node_id()), time.perf_counter()
+            expert_panel(experts, settings)
             try:
-                the_plan = await make_plan(planner, request, tools, img, Where(trace, "imagagent", should_stop=stop))
+                state = await closed_loop_start(img, request, tools, planner, settings, stop)
             finally:
                 await close_brains(planner)
-            cfg = dict(request=request, toolbox=toolbox, executor=executor_brain or planner_brain,
-                       experts=[expert_1_brain or planner_brain, expert_2_brain or planner_brain,
-                                expert_3_brain or planner_brain],
-                       aggregator=aggregator_brain or planner_brain, max_attempts=max_attempts, accept_score=accept_score)
-            return start(graph, cfg, image, the_plan, trace, started)
+            stream(state.trace, node_id())
+            return start(graph, ClosedLoopRun(request, tools, toolbox, executor, experts, aggregator, settings), state)
         try:
             state = resume["state"] if resume else await closed_loop_start(img, request, tools, planner, settings, stop)
             stream(state.trace, node_id(), replay=resume is None)  # the plan step came before the stream was attached
@@ -253,17 +259,6 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
             await close_brains(planner, executor, aggregator, *experts)
         if not state.done():
             return _continue(graph, "EditAgentsClosedLoop", f"subtask{len(state.accepted)}", inputs, {"state": state})
-        result = closed_loop_result(state)
-        images = [a.image for a in result.attempts if a.image is not None] or [result.image]
-        last = result.attempts[-1].feedback if result.attempts else Feedback(score=0.0, negative="nothing to do")
-        handoff = Handoff(request, result.plan, [a.chain for a in result.attempts], result.image, last)
-        summary = f"{len(result.plan.subtasks)} subtask(s), {len(result.attempts)} attempt(s), accepted {result.accepted}"
-        if result.unjudged:
-            summary += f"; not judged (no expert could tell whether they were done): subtask(s) {result.unjudged}"
-        if result.plan.unsupported:
-            summary += f"; cannot do: {'; '.join(result.plan.unsupported)}"
-        return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(images), result.trace, handoff,
-                             ui={"text": [summary + (f"; stopped: {result.trace.summary['error']}" if "error" in result.trace.summary else "")]})
-
+        return closed_loop_outputs(closed_loop_result(state), request)
 
 NODES = [CCALoop, ClosedLoop]

@@ -10,7 +10,7 @@ import asyncio
 from comfy_api.latest import io
 
 from ..agents import roles
-from ..agents.brain import close_brains
+from ..agents.brain import BrainError, close_brains
 from ..agents.records import Critique, EditRequest, Feedback, Handoff, Plan, Subtask, ToolCall
 from .common import (Rerunnable, brain_or_rule, continue_trace, one_image, present, rerun_input, tools_or_classic,
                      where)
@@ -131,6 +131,14 @@ class Executor(Rerunnable, io.ComfyNode):
                     return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), expand=graph.finalize())
                 current = await asyncio.to_thread(roles.run_chain, tools, chain, current)
                 chains.append(chain)
+        except BrainError as err:
+            if not plan.keep_going:
+                raise
+            # inside a loop that keeps its best on a brain error: the loop's next node decides, as in-process
+            tr.add("executor", plan.agent, f"the executor's brain failed: {err}", round=plan.round,
+                   outputs={"error": str(err)})
+            failed = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, error=str(err))
+            return io.NodeOutput(arrays_to_image_batch([current]), failed, tr, ui={"text": [f"failed: {err}"]})
         finally:
             await close_brains(b)
         out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, questions=plan.questions,

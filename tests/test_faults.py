@@ -51,11 +51,31 @@ def cca_prompt(photo: str, url: str, keep_best: bool) -> dict:
     }
 
 
-def test_endpoint_dies_mid_cca_loop_keep_best_or_fail(comfy, photo, llm):
+RUNNERS = ["in-process", "executor nodes"]
+
+
+def runner(prompt: dict, loop: str, mode: str) -> dict:
+    """The prompt as is (the loop runs in process), or with a graph tool in a Toolbox (its execute steps then
+    run as Executor nodes): both runners must decide the same."""
+    if mode == "executor nodes":
+        from test_graph_tools import graph_tool_prompt
+        tool = graph_tool_prompt("unused.png", [])
+        prompt.update({k: tool[k] for k in ("10", "11", "12", "13", "2")})
+        prompt[loop]["inputs"]["toolbox"] = ["2", 0]
+    return prompt
+
+
+def summary_of(result) -> dict:
+    return next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+
+
+@pytest.mark.parametrize("mode", RUNNERS)
+def test_endpoint_dies_mid_cca_loop_keep_best_or_fail(comfy, photo, llm, mode):
     # the competitor (an LLM) answers round 0 and never stops early, then its endpoint dies
     llm.reset(responder=dies_after(1, Reply({"best": 0, "stop": False, "reason": "keep going"})))
-    result = comfy.call("run", cca_prompt(photo, llm.url, keep_best=True))
-    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    result = comfy.call("run", runner(cca_prompt(photo, llm.url, keep_best=True), "cca", mode))
+    trace = summary_of(result)
+    assert trace["summary"]["mode"] == mode
     assert trace["summary"]["rounds"] == 1 and "round 1 failed" in trace["summary"]["error"]
     assert "upstream" in trace["summary"]["error"] or "503" in trace["summary"]["error"]
     stop = [s for s in trace["steps"] if s["action"].startswith("stop: a brain failed in round 1")]
@@ -64,11 +84,34 @@ def test_endpoint_dies_mid_cca_loop_keep_best_or_fail(comfy, photo, llm):
 
     llm.reset(responder=dies_after(1, Reply({"best": 0, "stop": False, "reason": "keep going"})))
     with pytest.raises(ExecutionFailed) as err:  # the default: fail cleanly
-        comfy.call("run", cca_prompt(photo, llm.url, keep_best=False))
+        comfy.call("run", runner(cca_prompt(photo, llm.url, keep_best=False), "cca", mode))
     assert "failed 1 time(s)" in str(err.value) and "check that the endpoint is running" in str(err.value)
 
 
-def test_endpoint_dies_mid_closed_loop_keeps_the_subtasks_done(comfy, photo, llm):
+@pytest.mark.parametrize("mode", RUNNERS)
+def test_executor_endpoint_dies_mid_cca_loop_keeps_the_best_in_both_runners(comfy, photo, llm, mode):
+    """The executors' endpoint answers round 0 (2 generators x 2 subtasks) and dies: with keep_best on, the
+    Executor node hands the error to the Round End (executor nodes) as the in-process round does."""
+    count = {"n": 0}
+
+    def responder(seen):
+        count["n"] += 1
+        if count["n"] > 4:
+            return Reply(status=503, body={"error": {"message": "upstream died"}})
+        warm = "warm" in seen.user_text().split("\n", 1)[0]
+        return Reply({"steps": [{"tool": "temperature_tint", "params": {"temperature": 0.3, "tint": 0.0}} if warm
+                                else {"tool": "brightness", "params": {"amount": 0.15}}]})
+    llm.reset(responder=responder)
+    prompt = cca_prompt(photo, llm.url, keep_best=True)
+    prompt["cca"]["inputs"].update(early_stop=False, executor_brain=["judge", 0])
+    del prompt["cca"]["inputs"]["competitor_brain"]
+    trace = summary_of(comfy.call("run", runner(prompt, "cca", mode)))
+    assert trace["summary"]["mode"] == mode and trace["summary"]["rounds"] == 1
+    assert trace["summary"]["error"].startswith("round 1 failed") and "HTTP 503" in trace["summary"]["error"]
+
+
+@pytest.mark.parametrize("mode", RUNNERS)
+def test_endpoint_dies_mid_closed_loop_keeps_the_subtasks_done(comfy, photo, llm, mode):
     llm.reset(responder=dies_after(1, Reply({"positive": "good", "negative": ""})))  # the aggregator merges text only
     prompt = {
         "img": {"class_type": "LoadImage", "inputs": {"image": photo}},
@@ -79,8 +122,8 @@ def test_endpoint_dies_mid_closed_loop_keeps_the_subtasks_done(comfy, photo, llm
             "keep_best_on_brain_error": True}},
         "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
     }
-    result = comfy.call("run", prompt)
-    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    trace = summary_of(comfy.call("run", runner(prompt, "loop", mode)))
+    assert trace["summary"]["mode"] == mode
     assert trace["summary"]["subtasks"] == 3 and trace["summary"]["accepted"] == [True]
     assert trace["summary"]["error"].startswith("subtask 1 failed")
 

@@ -79,5 +79,5 @@ def test_loops_run_ground_mask_edit_chains(comfy, comfy_server, runtime, landsca
 def test_role_node_closed_loop_runs_the_same_chain(comfy, comfy_server, landscape):
     """With a graph tool in the toolbox the closed loop runs as role nodes; its Executor chains the same way."""
     trace, _ = run(comfy, comfy_server, loop_prompt(landscape, "closed", "replace the sky with a sunset", graph_tool=True))
-    assert trace["summary"]["mode"] == "role nodes"
+    assert trace["summary"]["mode"] == "executor nodes"
     assert chains(trace) and all(c == ["ground", "mask_grow", "inpaint"] for c in chains(trace))
