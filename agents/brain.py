@@ -21,6 +21,11 @@ class BrainError(RuntimeError):
     """A brain could not produce a valid answer; the message says why and what to check."""
 
 
+class InvalidAnswerError(BrainError):
+    """The brain answered, but no answer was valid within the re-asks (its shape, or its meaning). Inside a loop
+    this fails one attempt, not the run; an unreachable endpoint is a plain ``BrainError``."""
+
+
 @dataclass
 class BrainRequest:
     role: str  # planner, executor, questions, answers, expert, aggregator, competitor, perceiver
@@ -30,6 +35,13 @@ class BrainRequest:
     images: list[np.ndarray] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict)  # structured inputs; never sent to an endpoint
     agent: str = ""
+    # what a schema cannot say: the answer's meaning (an index in range, a step reading an earlier step, ...);
+    # returns the problem, quoted back when the brain is re-asked, or None
+    check: Callable[[dict[str, Any]], str | None] | None = field(default=None, repr=False)
+
+    def problem(self, data: Any) -> str | None:
+        """Why ``data`` is not a valid answer (its schema, then its meaning), or None."""
+        return validate(data, self.schema) or (self.check(data) if self.check is not None else None)
 
 
 @dataclass

@@ -13,15 +13,39 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import numpy as np
 
-from ..tools.spec import ToolRegistry
+from ..tools.spec import ToolCallError, ToolRegistry
 from . import roles
-from .brain import Brain, BrainError, close_brains
+from .brain import Brain, BrainError, InvalidAnswerError, close_brains
 from .records import (Attempt, Candidate, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan, Question,
                       Subtask, ToolCall)
 from .roles import Where
 from .trace import Trace
 
 T = TypeVar("T")
+
+
+class AttemptFailed(Exception):
+    """A chain that was written but failed to run: the chain, and why (see ``attempt_error``)."""
+
+    def __init__(self, why: str, chain: list[ToolCall]):
+        super().__init__(why)
+        self.why, self.chain = why, chain
+
+
+class LoopFailed(RuntimeError):
+    """Nothing at all succeeded in a loop: every attempt or candidate failed. The message quotes the last failure,
+    which names the endpoint or the tool."""
+
+
+def attempt_error(err: BaseException) -> str | None:
+    """Why one attempt (or candidate) failed, when ``err`` fails just that: a brain that never gave a valid answer,
+    an invalid chain, a tool that raised at run time (a mask of the wrong size, out of memory, a model's error).
+    None when the run itself must stop: an endpoint that cannot be reached, a cancel."""
+    if isinstance(err, BrainError) and not isinstance(err, InvalidAnswerError):
+        return None
+    if isinstance(err, (InvalidAnswerError, ToolCallError, ValueError, RuntimeError, MemoryError, OSError)):
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 @dataclass
@@ -91,6 +115,7 @@ class RoundPlans:
     request: EditRequest  # with the caption the discriminator wrote, when it wrote one
     base: np.ndarray = field(repr=False)  # what this round edits: the original, or the best so far
     plans: dict[str, Plan] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # generators whose planner failed: why
 
 
 def _rival(state: CCAState, generators: list[Generator], gen: Generator) -> Candidate | None:
@@ -136,6 +161,15 @@ async def cca_execute(state: CCAState, work: RoundPlans, tools: ToolRegistry, ge
     return Candidate(agent=gen.name, round=work.round, plan=plan, chains=chains, image=image)
 
 
+def failed_candidate(state: CCAState, work: RoundPlans, agent: str, why: str,
+                     chains: list[list[ToolCall]] | None = None) -> Candidate:
+    """A generator that failed this round: scored 0, never picked, and told why next round."""
+    state.trace.add("loop", "cca", f"round {work.round}: {agent} failed: {why}", round=work.round,
+                    outputs={"error": why})
+    return Candidate(agent, work.round, work.plans.get(agent, Plan()), chains or [], work.base,
+                     Feedback(score=0.0, error=why))
+
+
 async def cca_plan(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
                    generators: list[Generator], discriminator: Brain, settings: CCASettings,
                    should_stop=None) -> RoundPlans:
@@ -143,9 +177,18 @@ async def cca_plan(state: CCAState, image: np.ndarray, request: EditRequest, too
     work, judge = await _round_setup(state, image, request, discriminator, settings, should_stop)
     questions = (state.questions if state.questions is not None
                  else roles.write_questions(discriminator, work.request, tools, image, judge))
-    *plans, state.questions = await asyncio.gather(
-        *(_plan_one(state, work, tools, generators, g, should_stop) for g in generators), _ready(questions))
-    work.plans = {g.name: p for g, p in zip(generators, plans)}
+
+    async def plan_or_fail(gen: Generator) -> Plan | str:
+        try:
+            return await _plan_one(state, work, tools, generators, gen, should_stop)
+        except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed candidate, or re-raised
+            why = attempt_error(err)
+            if why is None:
+                raise
+            return why
+    *plans, state.questions = await asyncio.gather(*(plan_or_fail(g) for g in generators), _ready(questions))
+    work.plans = {g.name: p for g, p in zip(generators, plans) if isinstance(p, Plan)}
+    work.failed = {g.name: p for g, p in zip(generators, plans) if isinstance(p, str)}
     return work
 
 
@@ -157,18 +200,24 @@ async def cca_judge(state: CCAState, image: np.ndarray, work: RoundPlans, tools:
     rnd, trace = work.round, state.trace
     judge = Where(trace, "discriminator", round=rnd, should_stop=should_stop)
     aesthetic = roles.aesthetic_rater(tools)
+    ran = [c for c in candidates if not (c.feedback and c.feedback.error)]  # failed candidates keep their feedback
     feedbacks = await asyncio.gather(*(
         roles.discriminate(discriminator, work.request, c.plan, image, c.image, judge, state.questions, aesthetic)
-        for c in candidates))
-    for c, fb in zip(candidates, feedbacks):
+        for c in ran))
+    for c, fb in zip(ran, feedbacks):
         c.feedback = fb
-    roles.suggest_other_tools(list(candidates), judge)
+    roles.suggest_other_tools(ran, judge)
     for c in candidates:
         state.last[c.agent] = c
-        state.history.add("candidate", f"round {rnd} {c.agent}: {c.plan.summary()}", score=c.feedback.score,
-                          image=c.image)
+        state.history.add("candidate", f"round {rnd} {c.agent}: " + (f"failed: {c.feedback.error}" if c.feedback.error
+                                                                      else c.plan.summary()),
+                          score=c.feedback.score, image=None if c.feedback.error else c.image)
     state.every.extend(candidates)
-    pool = list(candidates) + ([state.best] if state.best is not None else [])
+    pool = ran + ([state.best] if state.best is not None else [])
+    if not pool:  # every generator failed and nothing earlier succeeded: the next round tries again
+        state.rounds_run = rnd + 1
+        trace.add("loop", "cca", f"round {rnd}: every generator failed; nothing to pick yet", round=rnd)
+        return state
     pick, stop, reason = await roles.compete(competitor, pool, settings.min_score,
                                              Where(trace, "competitor", round=rnd, should_stop=should_stop))
     state.best = best = pool[pick]
@@ -190,8 +239,14 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     work, judge = await _round_setup(state, image, request, discriminator, settings, should_stop)
 
     async def generate(gen: Generator) -> Candidate:
-        work.plans[gen.name] = await _plan_one(state, work, tools, generators, gen, should_stop)
-        return await cca_execute(state, work, tools, gen, should_stop)
+        try:
+            work.plans[gen.name] = await _plan_one(state, work, tools, generators, gen, should_stop)
+            return await cca_execute(state, work, tools, gen, should_stop)
+        except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed candidate, or re-raised
+            why = attempt_error(err)
+            if why is None:
+                raise
+            return failed_candidate(state, work, gen.name, why)
 
     questions = (state.questions if state.questions is not None
                  else roles.write_questions(discriminator, work.request, tools, image, judge))
@@ -250,7 +305,11 @@ def cca_summary(rounds: int, tool_calls: int, stopped_early: bool, best: Candida
 
 def cca_result(state: CCAState, mode: str = "in-process") -> CCAResult:
     best = state.best
-    assert best is not None
+    if best is None:
+        last = next((c.feedback.error for c in reversed(state.every) if c.feedback and c.feedback.error), "no candidate")
+        raise LoopFailed(f"CCA edited nothing: every generator failed in all {state.rounds_run} round(s). The last "
+                         f"failure: {last}. Fix what it names (the endpoint, the model, the tool or its model file) "
+                         "and run again.")
     calls = sum(c.tool_calls() for c in state.every)
     state.trace.summary = cca_summary(state.rounds_run, calls, state.stopped, best, state.started, mode)
     if state.error:
@@ -301,6 +360,7 @@ class ClosedLoopResult:
     history: HistoryContext
     trace: Trace = field(repr=False, default_factory=Trace)
     unjudged: list[int] = field(default_factory=list)  # subtasks no expert could judge (never accepted)
+    failed: list[int] = field(default_factory=list)  # subtasks whose every attempt failed (left undone)
 
 
 @dataclass
@@ -314,6 +374,7 @@ class ClosedLoopState:
     attempts: list[Attempt] = field(default_factory=list)
     accepted: list[bool] = field(default_factory=list)
     unjudged: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)  # subtasks whose every attempt failed (left undone)
     tries: list[Attempt] = field(default_factory=list)  # the current subtask's attempts so far
     error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
     started: float = field(default_factory=time.perf_counter)
@@ -350,7 +411,13 @@ async def closed_loop_execute(state: ClosedLoopState, tools: ToolRegistry, execu
     chain = await roles.execute(executor, sub, tools, state.current, w, state.history, last.chain if last else None,
                                 attempt_feedback(last.feedback, settings.accept_score) if last else None,
                                 any_tool=True)
-    return chain, await asyncio.to_thread(roles.run_chain, tools, chain, state.current)
+    try:
+        return chain, await asyncio.to_thread(roles.run_chain, tools, chain, state.current)
+    except Exception as err:  # noqa: BLE001 - sorted by attempt_error: this attempt failed, or re-raised
+        why = attempt_error(err)
+        if why is None:
+            raise
+        raise AttemptFailed(why, chain) from err
 
 
 async def closed_loop_judge(state: ClosedLoopState, chain: list[ToolCall], out: np.ndarray, experts: list[Brain],
@@ -367,6 +434,19 @@ async def closed_loop_judge(state: ClosedLoopState, chain: list[ToolCall], out: 
     return attempt
 
 
+def closed_loop_failed(state: ClosedLoopState, why: str, chain: list[ToolCall] | None = None) -> Attempt:
+    """An attempt that did not run (an invalid chain, a tool that raised): scored 0, its error in the trace and,
+    for the next attempt, in C and the executor's feedback; the loop goes on."""
+    sub = state.subtask()
+    attempt = Attempt(subtask=sub.index, number=len(state.tries), chain=list(chain or []),
+                      feedback=Feedback(score=0.0, error=why), image=state.current)
+    state.tries.append(attempt)
+    state.trace.add("loop", "imagagent", f"subtask {sub.index} attempt {attempt.number} failed: {why}",
+                    subtask=sub.index, attempt=attempt.number, outputs={"error": why})
+    state.history.add("attempt", f"subtask {sub.index} attempt {attempt.number} failed: {why}", score=0.0)
+    return attempt
+
+
 def closed_loop_retry(state: ClosedLoopState, settings: ClosedLoopSettings) -> bool:
     """The decide step: another attempt when the last was judged, below tau_sr, and attempts are left (an
     attempt no expert could judge is not retried: the next could not be judged either)."""
@@ -377,11 +457,15 @@ def closed_loop_retry(state: ClosedLoopState, settings: ClosedLoopSettings) -> b
 def closed_loop_finish_subtask(state: ClosedLoopState, settings: ClosedLoopSettings) -> None:
     """The finish step of a subtask: keep the best attempt (accepted at tau_sr when judged) and move on."""
     sub, tries = state.subtask(), state.tries
-    best = max(tries, key=lambda a: a.score)
-    ok = best.feedback.judged and best.score >= settings.accept_score
-    if not best.feedback.judged:
+    ran = [a for a in tries if not a.feedback.error]
+    best = max(ran or tries, key=lambda a: a.score)
+    ok = bool(ran) and best.feedback.judged and best.score >= settings.accept_score
+    if not ran:
+        state.failed.append(sub.index)
+    elif not best.feedback.judged:
         state.unjudged.append(sub.index)
-    verdict = (f"unjudged: no expert could tell whether '{sub.goal}' was done; keeping" if not best.feedback.judged
+    verdict = ("failed: every attempt failed; the image stays as it was, as" if not ran
+               else f"unjudged: no expert could tell whether '{sub.goal}' was done; keeping" if not best.feedback.judged
                else "accept" if ok else "keep the best of")
     state.trace.add("loop", "imagagent", f"subtask {sub.index}: {verdict} attempt "
                                          f"{best.number} (score {best.score:.1f})", subtask=sub.index,
@@ -403,8 +487,17 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
     while True:
         if on_step:
             on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {len(state.tries) + 1}")
-        chain, out = await closed_loop_execute(state, tools, executor, settings, should_stop)
-        await closed_loop_judge(state, chain, out, experts, aggregator, settings, should_stop)
+        try:
+            chain, out = await closed_loop_execute(state, tools, executor, settings, should_stop)
+        except AttemptFailed as failure:  # the chain was written but did not run
+            closed_loop_failed(state, failure.why, failure.chain)
+        except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed attempt, or re-raised
+            why = attempt_error(err)
+            if why is None:
+                raise
+            closed_loop_failed(state, why)
+        else:
+            await closed_loop_judge(state, chain, out, experts, aggregator, settings, should_stop)
         if not closed_loop_retry(state, settings):
             break
     closed_loop_finish_subtask(state, settings)
@@ -415,7 +508,7 @@ def attempt_feedback(feedback: Feedback, accept_score: float) -> ExecutorFeedbac
     """The merged verdict on the last attempt, typed for the next: the experts' direction (or, when none said,
     keep at tau_sr and more below it), the score, what to push further and what to keep out."""
     direction = feedback.direction or ("keep" if feedback.score >= accept_score else "more")
-    return ExecutorFeedback(direction, feedback.score, feedback.positive, feedback.negative)
+    return ExecutorFeedback(direction, feedback.score, feedback.positive, feedback.negative, failed=feedback.error)
 
 
 def record_attempt(history: HistoryContext, subtask: int, number: int, chain: list[ToolCall], feedback: Feedback,
@@ -450,21 +543,27 @@ async def closed_loop_subtask_or_keep(state: ClosedLoopState, tools: ToolRegistr
 
 
 def closed_loop_summary(plan_: Plan, accepted: list[bool], unjudged: list[int], attempts: int, tool_calls: int,
-                        started: float, mode: str) -> dict[str, Any]:
+                        started: float, mode: str, failed: list[int] | None = None) -> dict[str, Any]:
     """The closed loop trace's summary, the same keys whichever runner ran the subtasks."""
-    return {"subtasks": len(plan_.subtasks), "accepted": accepted, "unjudged": unjudged, "attempts": attempts,
+    return {"subtasks": len(plan_.subtasks), "accepted": accepted, "unjudged": unjudged, "failed": failed or [],
+            "attempts": attempts,
             "tool_calls": tool_calls, "unsupported": plan_.unsupported, "plan": plan_.summary(), "mode": mode,
             "wall_s": round(time.perf_counter() - started, 3)}
 
 
 def closed_loop_result(state: ClosedLoopState, mode: str = "in-process") -> ClosedLoopResult:
+    if state.plan.subtasks and len(state.failed) == len(state.accepted) == len(state.plan.subtasks):
+        last = next(a.feedback.error for a in reversed(state.attempts) if a.feedback and a.feedback.error)
+        raise LoopFailed(f"the closed loop edited nothing: every attempt at every subtask failed. The last failure: "
+                         f"{last}. Fix what it names (the endpoint, the model, the tool or its model file) and run "
+                         "again.")
     calls = sum(len(a.chain) for a in state.attempts)
     state.trace.summary = closed_loop_summary(state.plan, state.accepted, state.unjudged, len(state.attempts), calls,
-                                              state.started, mode)
+                                              state.started, mode, state.failed)
     if state.error:
         state.trace.summary["error"] = state.error
     return ClosedLoopResult(state.current, state.plan, state.attempts, state.accepted, calls, state.history, state.trace,
-                            state.unjudged)
+                            state.unjudged, state.failed)
 
 
 async def run_closed_loop(image: np.ndarray, request: EditRequest, tools: ToolRegistry, planner: Brain, executor: Brain,

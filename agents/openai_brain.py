@@ -22,7 +22,7 @@ import numpy as np
 
 from ..tools.backends import require
 from ..tools.imageops import resize_longest, to_uint8
-from .brain import BrainAnswer, BrainError, BrainRequest, extract_json, validate
+from .brain import BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, extract_json
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ class OpenAIBrain:
                 text = await self._complete(messages, request, answer)
                 try:
                     data = extract_json(text)
-                    problem = validate(data, request.schema) or ""
+                    problem = request.problem(data) or ""  # shape, then meaning: both are re-asked
                 except ValueError as err:
                     problem = str(err)
                 if not problem:
@@ -274,8 +274,8 @@ class OpenAIBrain:
                     {"role": "user", "content": f"That answer was not valid: {problem}. Reply again with only a JSON "
                                                 "object that fits the schema."}]
             else:
-                raise BrainError(f"{self.name} at {self._endpoint()} gave no valid {request.role} answer in "
-                                 f"{self.config.reasks + 1} tries; last problem: {problem}")
+                raise InvalidAnswerError(f"{self.name} at {self._endpoint()} gave no valid {request.role} answer in "
+                                         f"{self.config.reasks + 1} tries; last problem: {problem}")
         answer.wall_ms = (time.perf_counter() - start) * 1000.0
         price = self.config.prices.get(self.config.model)
         if price:

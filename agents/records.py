@@ -77,7 +77,9 @@ def check_chain(chain: list[ToolCall]) -> None:
             continue
         kind, _, num = call.source.partition(":")
         if kind != "step" or not num.isdigit() or int(num) >= i:
-            raise ValueError(f"step {i} ({call.tool}) reads {call.source!r}; use 'input' or 'step:N' with N < {i}")
+            earlier = "there is no earlier step, so use 'input'" if i == 0 else \
+                f"use 'input' or an earlier step, 'step:0' to 'step:{i - 1}' (steps count from 0)"
+            raise ValueError(f"step {i} ({call.tool}) reads {call.source!r}; {earlier}")
 
 
 @dataclass
@@ -159,8 +161,11 @@ class ExecutorFeedback:
     score: float
     note: str = ""
     avoid: str = ""
+    failed: str = ""  # the last attempt did not run: why (then the chain itself must change)
 
     def text(self) -> str:
+        if self.failed:
+            return f"the last attempt failed: {self.failed}; write a chain that avoids this"
         how = {"more": "not enough: push the effect further", "less": "too strong: pull it back",
                "reverse": "it went the wrong way: reverse it", "keep": "it worked: keep these parameters"}
         parts = [f"{self.direction} ({how[self.direction]})", f"score {self.score:.1f}/10"]
@@ -180,6 +185,7 @@ class Feedback:
     judged: bool = True  # False: no expert could tell whether the edit did what was asked (never accepted)
     suggestions: list[Suggestion] = field(default_factory=list)  # CCA's compiled report: what to change next
     direction: Direction | None = None  # IMAGAgent: which way the next attempt should move, from the experts
+    error: str = ""  # the attempt or candidate failed (an invalid chain, a tool that raised): why; scored 0
 
     def yes_fraction(self) -> float:
         judged = [q for q in self.questions if q.answer != "unknown"]
@@ -280,8 +286,10 @@ class Handoff:
     history: "HistoryContext | None" = None  # IMAGAgent's C, when a loop's role nodes carry it to the executor
     questions: list[Question] | None = None  # CCA: the request's questions, written once and reused by later critics
     orchestrate: bool = False  # IMAGAgent: the executor may choose any tool of the toolbox (the plan's is a suggestion)
+    in_loop: bool = False  # made by a loop: the loop owns the brains, and a failed attempt is the loop's to handle
     keep_going: bool = False  # inside a loop that keeps its best on a brain error: an Executor reports it here
     error: str = ""  # ...as this, instead of failing the run
+    failed: str = ""  # why this attempt failed (an invalid chain, a tool that raised): one failed attempt, not a run
 
     def candidate(self) -> "Candidate":
         if self.image is None:

@@ -103,6 +103,7 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
                     mood=f"({request.mood})" if request.mood else "", caption=request.caption or "(unknown)",
                     history=(history or HistoryContext()).render(), reflection=reflection),
         schema=schemas.plan_schema(tools.names()), images=[image, *(history.images() if history else [])],
+        check=_plan_problem,
         context={"request": request, "tools": tools.specs(), "stats": image_statistics(image), "previous": previous,
                  "own_feedback": own_feedback, "rival_plan": rival_plan, "rival_feedback": rival_feedback})
     data = (await _ask(brain, req, where, "plan", preview=image)).data
@@ -111,10 +112,23 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
     return Plan(subtasks=subtasks, unsupported=list(data.get("unsupported", [])), notes=data.get("notes", ""))
 
 
+def _plan_problem(data: dict[str, Any]) -> str | None:
+    for i, s in enumerate(data["subtasks"]):
+        if not str(s["goal"]).strip():
+            return f"subtask {i} has an empty goal; say what it should do, or leave the subtask out"
+        later = [d for d in s.get("depends_on", []) if d >= i]
+        if later:
+            return (f"subtask {i} depends_on {later}, but a subtask can depend only on earlier ones (indices below {i}, "
+                    "counting from 0); order the subtasks so what they need comes first")
+    return None
+
+
 def _feedback_text(fb: Feedback | None) -> str:
     if fb is None:
         return "(none)"
     parts = [f"score {fb.score:.1f}/10"]
+    if fb.error:
+        parts.append(f"failed: {fb.error}")
     if fb.negative:
         parts.append(f"problems: {fb.negative}")
     if fb.positive:
@@ -171,6 +185,18 @@ def check_steps(chain: list[ToolCall], tools: ToolRegistry, subtask: Subtask, an
         raise ToolCallError("a graph tool runs alone in its chain (it is expanded into ComfyUI nodes); drop the other steps")
 
 
+def chain_problem(data: dict[str, Any], tools: ToolRegistry, subtask: Subtask, any_tool: bool = False) -> str | None:
+    """What is wrong with an executor's answer beyond its schema (re-asked with this text), or None."""
+    try:
+        chain = [ToolCall.from_dict(step) for step in data["steps"]]
+        check_steps(chain, tools, subtask, any_tool)
+        for call in chain:
+            tools.get(call.tool).validate(call.params)
+    except ToolCallError as err:
+        return str(err)
+    return None
+
+
 def _main_step(chain: list[ToolCall] | None, tool: str) -> ToolCall | None:
     if not chain:
         return None
@@ -186,7 +212,8 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
     helpers = [s for s in extra if s.category == "localise"]
     others = [s for s in extra if s.category != "localise"]
     main = _main_step(previous, spec.name)
-    shown = ", ".join(c.label() for c in previous) if previous else "(first attempt)"
+    shown = (", ".join(c.label() for c in previous) or "(no chain: it failed before one was written)"
+             if previous is not None else "(first attempt)")
     req = BrainRequest(
         role="executor",
         system=prompt("executor", manual=spec.manual(),
@@ -200,7 +227,8 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
                     history=(history or HistoryContext()).render()),
         schema=schemas.chain_schema(allowed), images=[image, *(history.images() if history else [])],
         context={"goal": subtask.goal, "spec": spec, "helpers": helpers, "previous": main.params if main else None,
-                 "feedback": feedback})
+                 "feedback": feedback},
+        check=lambda data: chain_problem(data, tools, subtask, any_tool))
     answer = await _ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
     chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
     try:
@@ -271,7 +299,9 @@ async def write_questions(brain: Brain, request: EditRequest, tools: ToolRegistr
              f"{request.caption or '(unknown)'}",
         schema=schemas.QUESTIONS,
         context={"request": request, "tools": tools.specs(), "stats": image_statistics(image),
-                 "input_size": image.shape[1::-1]})
+                 "input_size": image.shape[1::-1]},
+        check=lambda data: next((f"question {i} is empty; write the question, or leave it out"
+                                 for i, q in enumerate(data["questions"]) if not q["text"].strip()), None))
     raw = (await _ask(brain, req, where, "write Yes/No questions for the request")).data["questions"]
     return [Question(text=q["text"], part=str(q.get("part") or "").strip(), check=q.get("check") or {}) for q in raw]
 
@@ -347,7 +377,9 @@ async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: 
     a_req = BrainRequest(
         role="answers", system=prompt("answers"),
         text="Questions:\n" + "\n".join(f"{i}. {q.text}" for i, q in enumerate(asked)),
-        schema=schemas.ANSWERS, images=[before, after], context={"questions": asked})
+        schema=schemas.ANSWERS, images=[before, after], context={"questions": asked},
+        check=lambda data: None if len(data["answers"]) == len(asked) else (
+            f"{len(data['answers'])} answers for {len(asked)} questions; answer every question once, in order"))
     data = (await _ask(brain, a_req, where, "answer the questions on the edited image")).data
     for q, a in zip(asked, data["answers"]):
         q.answer, q.explanation = a["answer"], a.get("explanation", "")
@@ -422,7 +454,7 @@ def subtask_feedback(fb: Feedback | None, index: int) -> ExecutorFeedback | None
     mine = [q for q in fb.questions if q.subtask == index and q.answer != "unknown"]
     note = fb.per_subtask.get(index, "")
     if not mine:  # e.g. merged expert critiques: their direction, and their negative points to keep out
-        return ExecutorFeedback(fb.direction or "more", fb.score, note or fb.positive, fb.negative)
+        return ExecutorFeedback(fb.direction or "more", fb.score, note or fb.positive, fb.negative, failed=fb.error)
     failed = [q for q in mine if q.answer == "no"]
     if not failed:
         return ExecutorFeedback("keep", 10.0, note)
@@ -518,6 +550,17 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
 
 # -- perceiver ----------------------------------------------------------------------------
 
+def _actions_problem(tools: ToolRegistry) -> Callable[[dict[str, Any]], str | None]:
+    def problem(data: dict[str, Any]) -> str | None:
+        for i, action in enumerate(data["actions"]):
+            try:
+                tools.get(action["tool"]).validate(action.get("params"))
+            except ToolCallError as err:
+                return f"action {i}: {err}"
+        return None
+    return problem
+
+
 async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int, where: Where, mood: str = "",
                    tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> tuple[str, list[ToolCall]]:
     """The scene the brain names and its validated actions (possibly none: a good photo needs nothing)."""
@@ -527,7 +570,7 @@ async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int,
     req = BrainRequest(role="perceiver",
                        system=prompt("perceiver", k=k, tools=tools.planner_catalogue(),
                                      mood_text=f" toward the mood '{mood}'" if mood else ""),
-                       text=text, schema=schemas.perceive_schema(tools.specs(), k),
+                       text=text, schema=schemas.perceive_schema(tools.specs(), k), check=_actions_problem(tools),
                        images=[image], context={"stats": image_statistics(image), "tools": tools.specs(), "k": k,
                                                 "mood": mood, "tried": tried, "memory": memory})
     data = (await _ask(brain, req, where, "propose actions")).data

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..tools.spec import ToolSpec
-from .brain import BrainAnswer, BrainError, BrainRequest, validate
+from .brain import BrainAnswer, BrainError, BrainRequest
 from .measure import check as run_check
 from .measure import measure
 from .perceiver import RulePerceiver, guess_scene
@@ -259,7 +259,7 @@ class RuleBrain:
         if handler is None:
             raise BrainError(f"the rule brain has no {request.role!r} role")
         data, notes = handler(request.context, request.images)
-        problem = validate(data, request.schema)
+        problem = request.problem(data)
         if problem:  # a bug in the rule brain, not model output: say so plainly
             raise BrainError(f"the rule brain's {request.role} answer does not fit its schema: {problem}")
         return BrainAnswer(data=data, brain=self.name, wall_ms=(time.perf_counter() - start) * 1000.0, notes=notes)

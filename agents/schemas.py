@@ -85,9 +85,10 @@ COMPETE = {"type": "object", "additionalProperties": False, "required": ["best",
 
 
 def perceive_schema(specs: list[ToolSpec], k: int) -> dict[str, Any]:
+    """Up to k actions, each one tool with that tool's own parameter schema."""
+    actions = [{"type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
+        "tool": {"type": "string", "enum": [s.name]}, "params": params_schema(s), "rationale": TEXT}} for s in specs]
     return {"type": "object", "additionalProperties": False, "required": ["actions"], "properties": {
         "scene": TEXT,
-        "actions": {"type": "array", "minItems": 0, "maxItems": k, "items": {
-            "type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
-                "tool": {"type": "string", "enum": [s.name for s in specs]}, "params": {"type": "object"},
-                "rationale": TEXT}}}}}
+        "actions": {"type": "array", "minItems": 0, "maxItems": k,
+                    "items": actions[0] if len(actions) == 1 else {"anyOf": actions}}}}

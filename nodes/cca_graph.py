@@ -15,7 +15,7 @@ from comfy_api.latest import io
 
 from ..agents.brain import Brain, BrainError, close_brains
 from ..agents.loops import (CCASettings, CCAState, Generator, RoundPlans, cca_judge, cca_plan, cca_result,
-                            or_keep_best)
+                            failed_candidate, or_keep_best)
 from ..agents.records import Candidate, EditRequest, Handoff
 from ..agents.trace import Trace
 from ..tools.spec import ToolRegistry
@@ -51,20 +51,24 @@ def as_handoff(c: Candidate, request: EditRequest) -> Handoff:
 
 
 def expand_round(graph, run: CCARun, state: CCAState, work: RoundPlans) -> io.NodeOutput:
-    """The execute step of a round as one Executor node per generator, then a Round End."""
+    """The execute step of a round as one Executor node per generator that planned, then a Round End."""
     base = arrays_to_image_batch([work.base])
     executed = []
     for g in run.generators:
+        if g.name not in work.plans:
+            continue  # its planner failed: the Round End adds it as a failed candidate
         own = state.last.get(g.name)
         plan = Handoff(work.request, work.plans[g.name], round=work.round, agent=g.name, history=state.history,
-                       keep_going=run.settings.keep_best_on_brain_error)
+                       in_loop=True, keep_going=run.settings.keep_best_on_brain_error)
         executed.append(graph.node("EditAgentsExecutor", id=f"r{work.round}.{g.name}.execute", **present(
             image=base, plan=plan, brain=g.executor, toolbox=run.toolbox,
             feedback=as_handoff(own, work.request) if own is not None else None, trace=state.trace,
             rerun_every_time=True)))
-    end = graph.node("EditAgentsCCARoundEnd", id=f"r{work.round}.end", executed_1=executed[0].out(1),
-                     trace_1=executed[0].out(2), resume={"run": run, "state": state, "work": work, "base": len(state.trace.steps)},
-                     **({"executed_2": executed[1].out(1), "trace_2": executed[1].out(2)} if len(executed) > 1 else {}))
+    links = {}
+    for i, node in enumerate(executed[:2], 1):
+        links.update({f"executed_{i}": node.out(1), f"trace_{i}": node.out(2)})
+    end = graph.node("EditAgentsCCARoundEnd", id=f"r{work.round}.end", **links,
+                     resume={"run": run, "state": state, "work": work, "base": len(state.trace.steps)})
     return io.NodeOutput(end.out(0), end.out(1), end.out(2), end.out(3), expand=graph.finalize())
 
 
@@ -90,8 +94,8 @@ class CCARoundEnd(io.ComfyNode):
             description="Made by the CCA Loop when its toolbox has graph tools: judges a round the Executor nodes "
                         "ran, keeps the best, and plans and expands the next round or finishes. Not meant to be "
                         "placed by hand.",
-            inputs=[PLAN.Input("executed_1", tooltip="Generator 1's executed plan."),
-                    TRACE.Input("trace_1", tooltip="The trace after generator 1's Executor."),
+            inputs=[PLAN.Input("executed_1", optional=True, tooltip="Generator 1's executed plan."),
+                    TRACE.Input("trace_1", optional=True, tooltip="The trace after generator 1's Executor."),
                     PLAN.Input("executed_2", optional=True, tooltip="Generator 2's executed plan."),
                     TRACE.Input("trace_2", optional=True, tooltip="The trace after generator 2's Executor."),
                     RESUME.Input("resume", tooltip=RESUME_TIP)],
@@ -106,42 +110,80 @@ class CCARoundEnd(io.ComfyNode):
         return float("nan")
 
     @classmethod
-    async def execute(cls, executed_1, trace_1, resume, executed_2=None, trace_2=None) -> io.NodeOutput:
+    async def execute(cls, resume, executed_1=None, trace_1=None, executed_2=None, trace_2=None) -> io.NodeOutput:
         import comfy.model_management
         from comfy_execution.graph_utils import GraphBuilder
-
-        from .loop_nodes import cca_text
 
         graph = GraphBuilder()  # before the first await
         run, state, work = resume["run"], resume["state"], resume["work"]
         stop = comfy.model_management.throw_exception_if_processing_interrupted
-        executed = [h for h in (executed_1, executed_2) if h is not None]
-        state.trace = stream(merged(resume["base"], [t for t in (trace_1, trace_2) if t is not None]), node_id(),
-                             replay=False)
-        keep, what = run.settings.keep_best_on_brain_error, f"round {work.round}"
+        traces = [t for t in (trace_1, trace_2) if t is not None]
+        if traces:
+            state.trace = merged(resume["base"], traces)
+        stream(state.trace, node_id(), replay=False)
+        executed = {h.agent: h for h in (executed_1, executed_2) if h is not None}
         try:
-            errors = [h.error for h in executed if h.error]
-            if errors:  # an executor's brain failed and the loop keeps going: as in-process, keep the best or fail
-                await or_keep_best(state, keep, _failed(errors[0]), what)
-            else:
-                cands = [Candidate(h.agent, work.round, h.plan, h.chains, h.image) for h in executed]
-                await or_keep_best(state, keep, cca_judge(state, run.image, work, run.tools, cands, run.discriminator,
-                                                          run.competitor, run.settings, stop), what)
-            if state.best is not None and state.rounds_run > len(run.bests):
-                run.bests.append(state.best.image)
-            if not state.done(run.settings):
-                nxt = await or_keep_best(state, keep, cca_plan(state, run.image, run.request, run.tools, run.generators,
-                                                               run.discriminator, run.settings, stop),
-                                         f"round {state.rounds_run}")
-                if nxt is not None:
-                    return expand_round(graph, run, state, nxt)
+            while True:
+                await judge_round(run, state, work, executed, stop)
+                if state.done(run.settings):
+                    break
+                work = await or_keep_best(state, run.settings.keep_best_on_brain_error,
+                                          cca_plan(state, run.image, run.request, run.tools, run.generators,
+                                                   run.discriminator, run.settings, stop), f"round {state.rounds_run}")
+                if work is None:
+                    break
+                if work.plans:
+                    return expand_round(graph, run, state, work)
+                executed = {}  # every planner failed: the round is judged at once
         finally:
             await close_brains(*run.brains())
-        result = cca_result(state, mode=MODE)
-        best = result.best
-        handoff = as_handoff(best, run.request)
-        return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(run.bests), result.trace,
-                             handoff, ui={"text": [cca_text(result)]})
+        return finish(run, state)
+
+
+async def judge_round(run: CCARun, state: CCAState, work: RoundPlans, executed: dict[str, Handoff], stop) -> None:
+    """The round's judge and decide steps on what its Executor nodes did, candidates in generator order (as
+    in process); a failed executor or planner is a failed candidate, a dead endpoint keeps the best or fails."""
+    keep, what = run.settings.keep_best_on_brain_error, f"round {work.round}"
+    errors = [h.error for h in executed.values() if h.error]
+    if errors:
+        await or_keep_best(state, keep, _failed(errors[0]), what)
+        return
+    cands = []
+    for g in run.generators:
+        h = executed.get(g.name)
+        if h is not None and not h.failed:
+            cands.append(Candidate(h.agent, work.round, h.plan, h.chains, h.image))
+        else:
+            cands.append(failed_candidate(state, work, g.name, h.failed if h is not None else work.failed[g.name],
+                                          h.chains if h is not None else None))
+    await or_keep_best(state, keep, cca_judge(state, run.image, work, run.tools, cands, run.discriminator,
+                                              run.competitor, run.settings, stop), what)
+    if state.best is not None and state.rounds_run > len(run.bests):
+        run.bests.append(state.best.image)
+
+
+def finish(run: CCARun, state: CCAState) -> io.NodeOutput:
+    from .loop_nodes import cca_text
+
+    result = cca_result(state, mode=MODE)
+    return io.NodeOutput(arrays_to_image_batch([result.image]), arrays_to_image_batch(run.bests), result.trace,
+                         as_handoff(result.best, run.request), ui={"text": [cca_text(result)]})
+
+
+async def start(graph, run: CCARun, state: CCAState, stop) -> io.NodeOutput:
+    """Round 0 from the CCA Loop node: plan, then expand the execute step (or, if every planner failed, judge)."""
+    work = await cca_plan(state, run.image, run.request, run.tools, run.generators, run.discriminator, run.settings,
+                          stop)
+    if work.plans:
+        return expand_round(graph, run, state, work)
+    while True:
+        await judge_round(run, state, work, {}, stop)
+        if state.done(run.settings):
+            return finish(run, state)
+        work = await cca_plan(state, run.image, run.request, run.tools, run.generators, run.discriminator,
+                              run.settings, stop)
+        if work.plans:
+            return expand_round(graph, run, state, work)
 
 
 NODES = [CCARoundEnd]

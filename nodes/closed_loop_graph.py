@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from comfy_api.latest import io
 
 from ..agents.brain import Brain, BrainError, close_brains
-from ..agents.loops import (ClosedLoopSettings, ClosedLoopState, closed_loop_finish_subtask, closed_loop_judge,
-                            closed_loop_result, closed_loop_retry, or_keep_best)
+from ..agents.loops import (ClosedLoopSettings, ClosedLoopState, closed_loop_failed, closed_loop_finish_subtask,
+                            closed_loop_judge, closed_loop_result, closed_loop_retry, or_keep_best)
 from ..agents.records import EditRequest, Handoff, Plan
 from ..tools.spec import ToolRegistry
 from .apply_tools import RESUME
@@ -45,7 +45,7 @@ def expand_attempt(graph, run: ClosedLoopRun, state: ClosedLoopState) -> io.Node
     sub, last = state.subtask(), (state.tries[-1] if state.tries else None)
     tag = f"s{sub.index}.a{len(state.tries)}"
     plan = Handoff(run.request, Plan([sub]), round=len(state.tries), agent="imagagent", history=state.history,
-                   orchestrate=True, keep_going=run.settings.keep_best_on_brain_error)
+                   orchestrate=True, in_loop=True, keep_going=run.settings.keep_best_on_brain_error)
     previous = (Handoff(run.request, Plan([sub]), [last.chain], last.image, last.feedback, "imagagent", last.number)
                 if last is not None else None)
     executor = graph.node("EditAgentsExecutor", id=f"{tag}.execute", **present(
@@ -96,6 +96,8 @@ class ClosedLoopStep(io.ComfyNode):
         try:
             if executed.error:  # the executor's brain failed and the loop keeps going: as in-process
                 judged = await or_keep_best(state, keep, _failed(executed.error), what)
+            elif executed.failed:  # an invalid chain or a tool that raised: one failed attempt, as in-process
+                judged = closed_loop_failed(state, executed.failed, [c for chain in executed.chains for c in chain])
             else:
                 chain = [c for chain in executed.chains for c in chain]
                 judged = await or_keep_best(state, keep, closed_loop_judge(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from comfy_api.latest import io
 
 from ..agents.brain import close_brains
-from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, expert_panel, cca_plan, cca_result,
+from ..agents.loops import (CCASettings, ClosedLoopSettings, Generator, expert_panel, cca_result,
                             cca_round_or_keep_best, cca_start, closed_loop_result, closed_loop_start,
                             closed_loop_subtask_or_keep)
 from ..agents.records import EditRequest, Feedback, Handoff
@@ -126,16 +126,15 @@ class CCALoop(Rerunnable, io.ComfyNode):
         competitor = competitor_brain or discriminator
         stop, bar = _stop_and_progress(rounds)
         if uses_graph_tools(tools) and resume is None:  # graph tools run as nodes: execute steps become Executor nodes
-            from .cca_graph import CCARun, expand_round
+            from .cca_graph import CCARun, start
 
             state = cca_start(generators, settings)
             stream(state.trace, node_id())
             run = CCARun(img, request, tools, toolbox, generators, discriminator, competitor, settings)
             try:
-                work = await cca_plan(state, img, request, tools, generators, discriminator, settings, stop)
+                return await start(graph, run, state, stop)
             finally:
                 await close_brains(*run.brains())
-            return expand_round(graph, run, state, work)
         state = resume["state"] if resume else cca_start(generators, settings)
         stream(state.trace, node_id(), replay=False)
         bests = resume["bests"] if resume else []
@@ -173,6 +172,8 @@ def closed_loop_outputs(result, request: EditRequest) -> io.NodeOutput:
     summary = f"{len(result.plan.subtasks)} subtask(s), {len(result.attempts)} attempt(s), accepted {result.accepted}"
     if result.unjudged:
         summary += f"; not judged (no expert could tell whether they were done): subtask(s) {result.unjudged}"
+    if result.failed:
+        summary += f"; failed (every attempt failed, left undone): subtask(s) {result.failed}"
     if result.plan.unsupported:
         summary += f"; cannot do: {'; '.join(result.plan.unsupported)}"
     if "error" in result.trace.summary:

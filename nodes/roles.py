@@ -11,6 +11,7 @@ from comfy_api.latest import io
 
 from ..agents import roles
 from ..agents.brain import BrainError, close_brains
+from ..agents.loops import attempt_error
 from ..agents.records import Critique, EditRequest, Feedback, Handoff, Plan, Subtask, ToolCall
 from .common import (Rerunnable, brain_or_rule, continue_trace, one_image, present, rerun_input, tools_or_classic,
                      where)
@@ -131,16 +132,17 @@ class Executor(Rerunnable, io.ComfyNode):
                     return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), expand=graph.finalize())
                 current = await asyncio.to_thread(roles.run_chain, tools, chain, current)
                 chains.append(chain)
-        except BrainError as err:
-            if not plan.keep_going:
+        except Exception as err:  # noqa: BLE001 - inside a loop its next node decides, as in-process; else re-raised
+            why = attempt_error(err) if plan.in_loop else None
+            if why is None and not (plan.keep_going and isinstance(err, BrainError)):
                 raise
-            # inside a loop that keeps its best on a brain error: the loop's next node decides, as in-process
-            tr.add("executor", plan.agent, f"the executor's brain failed: {err}", round=plan.round,
-                   outputs={"error": str(err)})
-            failed = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, error=str(err))
-            return io.NodeOutput(arrays_to_image_batch([current]), failed, tr, ui={"text": [f"failed: {err}"]})
+            tr.add("executor", plan.agent, f"failed: {why or err}", round=plan.round, outputs={"error": why or str(err)})
+            out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round,
+                          **({"failed": why} if why else {"error": str(err)}))
+            return io.NodeOutput(arrays_to_image_batch([current]), out, tr, ui={"text": [f"failed: {why or err}"]})
         finally:
-            await close_brains(b)
+            if not plan.in_loop:  # a loop's brains are the loop's: it closes them when it is done
+                await close_brains(b)
         out = Handoff(plan.request, plan.plan, chains, current, None, plan.agent, plan.round, questions=plan.questions,
                       orchestrate=plan.orchestrate)
         labels = "; ".join(", ".join(c.label() for c in chain) for chain in chains)

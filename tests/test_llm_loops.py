@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from edit_agents.agents.brain import BrainError
-from edit_agents.agents.loops import CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop
+from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, LoopFailed, run_cca,
+                                     run_closed_loop)
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.records import EditRequest
 from edit_agents.agents.rule_brain import RuleBrain
@@ -238,7 +238,7 @@ def test_the_orchestrator_may_switch_tools_on_a_retry_but_a_cca_executor_may_not
         return responder(seen)
     llm.reset(responder=cca_responder)
     b = brain(llm)
-    with pytest.raises(BrainError, match="gave no valid executor answer"):
+    with pytest.raises(LoopFailed, match="CCA edited nothing.*gave no valid executor answer"):
         asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), TOOLS, [Generator("g", b, b)], b, b,
                             CCASettings(rounds=1)))
 
@@ -264,3 +264,70 @@ def test_feedback_reaches_the_executor_typed_not_as_prose(llm, photos):
     second = [s for s in llm.seen if s.role == "executor"][1].user_text()
     assert "Feedback on the previous attempt: reverse (it went the wrong way: reverse it); score 2.0/10" in second
     assert "score 2.0/10; note: nice" in second  # the aggregator's merged text rides along
+
+
+def test_schema_valid_but_wrong_answers_are_re_asked_with_the_problem_quoted(llm, photos):
+    """Off-by-one indices, an empty goal, too few answers: each fits its JSON schema, and each is re-asked with
+    its problem quoted, within the brain's bounded re-asks, before it can kill the run (issue 15's symptom:
+    a first step reading 'step:0')."""
+    def responder(seen):
+        again = len(seen.body["messages"]) > 2  # a re-ask carries the rejected answer and the problem
+        if seen.role == "planner" and not again:
+            return Reply({"subtasks": [{"goal": "warm the light", "tool": "temperature_tint", "depends_on": [0]},
+                                       {"goal": " ", "tool": "contrast"}]})
+        if seen.role == "executor" and not again and "warm" in seen.user_text().split("\n", 1)[0]:
+            return Reply({"steps": [{"tool": "temperature_tint", "params": {"temperature": 0.4}, "source": "step:0"}]})
+        if seen.role == "answers" and not again:
+            return Reply({"answers": [{"answer": "yes"}], "quality": 8})  # two questions were asked
+        if seen.role == "competitor":
+            return Reply({"best": 0, "stop": True})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch", caption="a cat"), TOOLS,
+                                 [Generator("g", b, b)], b, b, CCASettings(rounds=1)))
+    assert result.best.chains[0][0].source == "input"  # the re-asked, corrected chain ran
+    problems = {s.role: s.body["messages"][-1]["content"] for s in llm.seen if len(s.body["messages"]) > 2}
+    assert "depends_on [0], but a subtask can depend only on earlier ones" in problems["planner"]
+    assert "reads 'step:0'; there is no earlier step, so use 'input'" in problems["executor"]
+    assert "1 answers for 2 questions" in problems["answers"]
+    notes = [n for s in result.trace.steps for n in s.outputs.get("notes", [])]
+    assert any(n.startswith("answer 1 rejected: ") for n in notes)  # the trace says what was re-asked
+
+
+def test_a_failure_inside_a_loop_is_a_failed_attempt_not_a_failed_run(llm, photos):
+    """A tool that raises at run time (here a generative tool whose model file is missing) fails one attempt:
+    its error goes in the trace and, as feedback, to the next attempt, and the loop ends with the best result.
+    In CCA a failed generator is a failed candidate; the other one's result is kept."""
+    from edit_agents.tools.models import ToolRuntime
+    tools = default_registry(ToolRuntime())  # model tools offered, no model files anywhere
+
+    def responder(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "brighter", "tool": "instruct_pix2pix"}]})
+        if seen.role == "executor":
+            first = "(first attempt)" in seen.user_text()
+            return Reply({"steps": [{"tool": "instruct_pix2pix", "params": {"prompt": "brighter"}} if first
+                                    else {"tool": "exposure", "params": {"stops": 0.5}}]})
+        if seen.role == "expert":
+            return Reply({"score": 9, "positive": "bright", "negative": "", "direction": "keep"})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), tools, b, b, [b], b))
+    assert [a.chain[0].tool for a in result.attempts] == ["instruct_pix2pix", "exposure"]  # the failed chain is kept
+    assert "instruct-pix2pix" in result.attempts[0].feedback.error and result.accepted == [True]
+    assert result.image.mean() > photos["chelsea"].mean()
+    assert any("attempt 0 failed: MissingModelError" in s.action for s in result.trace.steps)
+    second = [s for s in llm.seen if s.role == "executor"][1].user_text()
+    assert "Feedback on the previous attempt: the last attempt failed: MissingModelError" in second
+    assert result.trace.summary["failed"] == []
+
+    llm.reset(responder=responder)
+    gens = [Generator("generator-1", b, b), Generator("generator-2", RuleBrain(), RuleBrain())]
+    cca = asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), tools, gens, RuleBrain(), RuleBrain(),
+                              CCASettings(rounds=1)))
+    assert cca.best.agent == "generator-2" and cca.image.mean() > photos["chelsea"].mean()
+    failed = [c for c in cca.candidates if c.feedback.error]
+    assert [c.agent for c in failed] == ["generator-1"] and "model" in failed[0].feedback.error.lower()
+    assert any(s.action.startswith("round 0: generator-1 failed") for s in cca.trace.steps)

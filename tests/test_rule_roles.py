@@ -137,8 +137,10 @@ def test_tool_outside_the_toolbox_is_refused(photos):
 
 def test_chain_references_must_point_back():
     check_chain([ToolCall("a"), ToolCall("b", source="step:0")])
-    with pytest.raises(ValueError, match="'step:N' with N < 1"):
+    with pytest.raises(ValueError, match="an earlier step, 'step:0' to 'step:0'"):
         check_chain([ToolCall("a"), ToolCall("b", source="step:1")])
+    with pytest.raises(ValueError, match="there is no earlier step, so use 'input'"):  # the off-by-one models make
+        check_chain([ToolCall("a", source="step:0")])
     img = np.full((8, 8, 3), 0.5, np.float32)
     out = roles.run_chain(TOOLS, [ToolCall("brightness", {"amount": 0.2}), ToolCall("brightness", {"amount": 0.1}, source="input")], img)
     assert np.allclose(out, 0.6)  # the second step edited the input, not step 0's output

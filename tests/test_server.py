@@ -163,7 +163,7 @@ def test_model_tools_run_in_comfyui_and_load_once(comfy, comfy_server, photos):
 def test_apply_tools_rejects_bad_chains_clearly(comfy, comfy_server):
     Image.new("RGB", (40, 30), (90, 90, 90)).save(comfy_server.dirs()["input"] / "g.png")
     for chain, needle in (("not json", "the chain is not valid"),
-                          ([{"tool": "exposure"}, {"tool": "contrast", "source": "step:5"}], "step:N"),
+                          ([{"tool": "exposure"}, {"tool": "contrast", "source": "step:5"}], "an earlier step"),
                           ([{"tool": "ground", "params": {"text": "x"}}], "not allowed|unknown tool 'ground'")):
         prompt = _apply_prompt("g.png", [], category="classic")
         prompt["3"]["inputs"]["chain"] = chain if isinstance(chain, str) else json.dumps(chain)
