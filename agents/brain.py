@@ -93,6 +93,9 @@ def validate(data: Any, schema: dict[str, Any]) -> str | None:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
+_THINK = re.compile(r"<think>.*?</think>", re.S)
+
+
 def extract_json(text: str) -> Any:
     """Parse a model's answer: plain JSON, JSON in a code fence, or the first JSON object in prose.
 
@@ -100,7 +103,11 @@ def extract_json(text: str) -> Any:
     """
     if text is None or not text.strip():
         raise ValueError("the answer was empty")
-    stripped = text.strip()
+    stripped = _THINK.sub("", text).strip()  # reasoning models (DeepSeek-R1, Qwen3, QwQ) think aloud first
+    if "</think>" in stripped:  # the opening tag was left out (some chat templates add it)
+        stripped = stripped.rsplit("</think>", 1)[1].strip()
+    if not stripped:
+        raise ValueError("the answer held only reasoning (<think>...</think>) and no JSON; give the JSON after it")
     try:
         return json.loads(stripped)
     except json.JSONDecodeError:

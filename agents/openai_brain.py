@@ -120,6 +120,8 @@ class OpenAIBrain:
         self.name = f"{config.provider}/{config.model}"
         self.vision = PROVIDERS[config.provider].vision
         self._structured = config.structured
+        self._token_param = "max_tokens"  # current OpenAI models want max_completion_tokens: learnt from their 400
+        self._send_temperature = True  # ...and some refuse any temperature but their default
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client = None
         self._gate: asyncio.Semaphore | None = None
@@ -182,13 +184,37 @@ class OpenAIBrain:
             return {"type": "json_object"}
         return None
 
+    def _bad_request(self, err: Exception, answer: BrainAnswer) -> bool:
+        """Adapt to what a 400 names and return True to send again; False when it names nothing we can change.
+        Current OpenAI models (o-series, GPT-5.x) refuse ``max_tokens`` and a non-default ``temperature``; other
+        endpoints refuse a ``response_format``. Only the part the error names is changed."""
+        said = _short(err).lower()
+        if "max_tokens" in said and self._token_param == "max_tokens":
+            self._token_param = "max_completion_tokens"
+            answer.notes.append(f"{self._endpoint()} refused max_tokens (HTTP 400); sending max_completion_tokens")
+            return True
+        if "temperature" in said and self._send_temperature:
+            self._send_temperature = False
+            answer.notes.append(f"{self._endpoint()} refused temperature {self.config.temperature:g} (HTTP 400); "
+                                "leaving it to the model's default")
+            return True
+        if any(w in said for w in ("response_format", "json_schema", "json_object", "structured")) \
+                and self._structured != "prompt":
+            lower = STRUCTURED_MODES[STRUCTURED_MODES.index(self._structured) + 1]
+            answer.notes.append(f"{self._endpoint()} rejected response_format {self._structured} (HTTP 400); using {lower}")
+            self._structured = lower
+            return True
+        return False
+
     async def _complete(self, messages: list[dict], request: BrainRequest, answer: BrainAnswer) -> str:
         openai = require("openai")
-        attempt = 0
+        attempt, max_tokens, raised = 0, self.config.max_tokens, False
         while True:
             fmt = self._response_format(request.role, request.schema)
-            kwargs = dict(model=self.config.model, messages=messages, temperature=self.config.temperature,
-                          max_tokens=self.config.max_tokens)
+            kwargs: dict[str, Any] = dict(model=self.config.model, messages=messages)
+            kwargs[self._token_param] = max_tokens
+            if self._send_temperature:
+                kwargs["temperature"] = self.config.temperature
             if fmt is not None:
                 kwargs["response_format"] = fmt
             answer.requests += 1
@@ -198,11 +224,7 @@ class OpenAIBrain:
                 raise BrainError(f"{self._endpoint()} refused the credentials (HTTP {err.status_code}); check the API key "
                                  f"in the environment variable {self.config.key_env or 'OPENAI_API_KEY'}") from None
             except openai.BadRequestError as err:
-                if self._structured != "prompt":  # the endpoint may not support this response format: step down
-                    lower = STRUCTURED_MODES[STRUCTURED_MODES.index(self._structured) + 1]
-                    answer.notes.append(f"{self._endpoint()} rejected response_format {self._structured} "
-                                        f"(HTTP 400); using {lower}")
-                    self._structured = lower
+                if self._bad_request(err, answer):
                     continue
                 raise BrainError(f"{self._endpoint()} rejected the request (HTTP 400): {_short(err)}") from None
             except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
@@ -211,8 +233,11 @@ class OpenAIBrain:
                 if attempt >= self.config.max_retries:
                     raise BrainError(f"{self._endpoint()} failed {attempt + 1} time(s), last: {why}; "
                                      "check that the endpoint is running and reachable") from None
-                answer.notes.append(f"retry {attempt + 1}/{self.config.max_retries} after {why}")
-                await asyncio.sleep(self.config.backoff * (2 ** attempt))
+                wait = _retry_after(err)  # the server says when: honoured, within the retry budget and the timeout
+                delay = min(wait, self.config.timeout) if wait is not None else self.config.backoff * (2 ** attempt)
+                answer.notes.append(f"retry {attempt + 1}/{self.config.max_retries} after {why}"
+                                    + (f", waiting {delay:g} s as Retry-After asks" if wait is not None else ""))
+                await asyncio.sleep(delay)
                 attempt += 1
                 continue
             except openai.APIStatusError as err:
@@ -226,7 +251,20 @@ class OpenAIBrain:
                 answer.tokens_in += usage.prompt_tokens or 0
                 answer.tokens_out += usage.completion_tokens or 0
             choices = getattr(resp, "choices", None) or []
-            return (choices[0].message.content or "") if choices else ""
+            if not choices:
+                answer.notes.append(f"{self._endpoint()} sent no choices")
+                return ""
+            choice = choices[0]
+            message = choice.message
+            refusal = getattr(message, "refusal", None)
+            if refusal:
+                raise InvalidAnswerError(f"{self.name} at {self._endpoint()} refused the {request.role} request: "
+                                         f"{str(refusal)[:300]}")
+            if getattr(choice, "finish_reason", None) == "length" and not raised and max_tokens < 32768:
+                raised, max_tokens = True, min(32768, max_tokens * 2)  # cut off: once, with room to finish
+                answer.notes.append(f"the answer was cut off at max_tokens; asking again with {max_tokens}")
+                continue
+            return message_text(message)
 
     # -- the Brain interface -----------------------------------------------------------
 
@@ -298,6 +336,39 @@ def _short(err: Exception) -> str:
     body = getattr(err, "body", None)
     msg = body.get("message") if isinstance(body, dict) else None
     return (msg or str(err))[:300]
+
+
+def message_text(message: Any) -> str:
+    """The answer's text, whatever shape the endpoint sent: a string; a list of content parts; or, when the content
+    is empty, a tool or function call's arguments (some servers put structured output there)."""
+    content = getattr(message, "content", None)
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") if isinstance(p, dict) else str(getattr(p, "text", "")) for p in content)
+    if content and str(content).strip():
+        return str(content)
+    for call in getattr(message, "tool_calls", None) or []:
+        args = getattr(getattr(call, "function", None), "arguments", None)
+        if args:
+            return str(args)
+    function_call = getattr(message, "function_call", None)
+    return str(getattr(function_call, "arguments", "") or "") if function_call is not None else ""
+
+
+def _retry_after(err: Exception) -> float | None:
+    """Seconds a 429 or 503 asks to wait (``Retry-After``: seconds, or an HTTP date), if it says."""
+    response = getattr(err, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
 
 
 def _why(err: Exception, timeout: float) -> str:

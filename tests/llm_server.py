@@ -24,6 +24,10 @@ class Reply:
     body: Any = None  # for errors: the JSON body
     raw: str | None = None  # send this text as-is (e.g. HTML)
     reset: bool = False  # drop the connection without answering (a crashed server or a proxy resetting it)
+    message: dict | None = None  # the whole assistant message, as a real endpoint's quirk sends it
+    finish_reason: str = "stop"
+    choices: list | None = None  # e.g. [] (an endpoint that sends no choice)
+    headers: dict | None = None  # e.g. {"Retry-After": "2"} on a 429
 
     def text(self) -> str:
         return self.content if isinstance(self.content, str) else json.dumps(self.content)
@@ -96,11 +100,14 @@ class ScriptedLLM:
         if reply.raw is not None:
             return web.Response(text=reply.raw, status=reply.status, content_type="text/html")
         if reply.status != 200:
-            return web.json_response(reply.body or {"error": {"message": f"scripted {reply.status}"}}, status=reply.status)
+            return web.json_response(reply.body or {"error": {"message": f"scripted {reply.status}"}}, status=reply.status,
+                                     headers=reply.headers)
         text = reply.text()
+        message = reply.message or {"role": "assistant", "content": text}
         return web.json_response({
             "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": ([{"index": 0, "message": message, "finish_reason": reply.finish_reason}]
+                        if reply.choices is None else reply.choices),
             "usage": {"prompt_tokens": 100, "completion_tokens": max(1, len(text) // 4), "total_tokens": 100 + max(1, len(text) // 4)},
         })
 

@@ -195,3 +195,73 @@ def test_html_answer_is_reported(llm):
     with pytest.raises(BrainError, match="did not answer like an OpenAI-compatible endpoint.*<html>gateway"):
         ask(brain(llm, reasks=2))
     assert len(llm.seen) == 1
+
+
+# -- what real endpoints send (issue 15, item 3) ---------------------------------------------------
+
+def test_reasoning_models_think_before_the_json(llm):
+    """DeepSeek-R1, Qwen3 and QwQ: <think>...</think> (holding braces of its own) before the JSON, or the
+    reasoning in a reasoning_content field beside the content."""
+    think = "<think>The user wants {a score}. Maybe {\"score\": 1}? No, it looks good.</think>\n{\"score\": 8}"
+    llm.reset(Reply(think), Reply(message={"role": "assistant", "content": '{"score": 5}',
+                                           "reasoning_content": "{\"score\": 0} would be wrong"}),
+              Reply("The user asks... so the answer:</think>{\"score\": 4}"))  # the opening tag left to the template
+    b = brain(llm)
+    assert ask(b).data == {"score": 8} and ask(b).data == {"score": 5} and ask(b).data == {"score": 4}
+
+
+def test_content_as_parts_tool_calls_and_prose_are_all_read(llm):
+    parts = {"role": "assistant", "content": [{"type": "text", "text": '{"score": '}, {"type": "text", "text": "6}"}]}
+    tool_call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "answer", "arguments": '{"score": 7}'}}]}
+    llm.reset(Reply(message=parts), Reply(message=tool_call),
+              Reply("Sure! Here is my assessment: {\"score\": 3, \"why\": \"flat\"} Hope that helps."))  # ignores the format
+    b = brain(llm)
+    assert [ask(b).data["score"] for _ in range(3)] == [6, 7, 3]
+
+
+def test_a_cut_off_answer_gets_more_room_once_then_a_reask(llm):
+    llm.reset(Reply('{"score": ', finish_reason="length"), Reply({"score": 9}))
+    answer = ask(brain(llm, max_tokens=100))
+    assert answer.data == {"score": 9} and llm.seen[1].body["max_tokens"] == 200
+    assert any("cut off at max_tokens" in n for n in answer.notes)
+
+
+def test_a_refusal_and_no_choices_are_reported_not_parsed(llm):
+    from edit_agents.agents.brain import InvalidAnswerError
+    llm.reset(Reply(message={"role": "assistant", "content": None, "refusal": "I can't help with that."}))
+    with pytest.raises(InvalidAnswerError, match="refused the expert request: I can't help with that"):
+        ask(brain(llm))
+    llm.reset(Reply(choices=[]), Reply({"score": 2}))
+    answer = ask(brain(llm))
+    assert answer.data == {"score": 2} and any("sent no choices" in n for n in answer.notes)
+
+
+def test_current_openai_models_get_max_completion_tokens_and_their_default_temperature(llm):
+    """o-series and GPT-5.x answer 400 to max_tokens and to a non-default temperature. Each 400 changes only what
+    it names; the structured mode is kept (it steps down only when the 400 names response_format)."""
+    llm.reset(Reply(status=400, body={"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with "
+                                                           "this model. Use 'max_completion_tokens' instead."}}),
+              Reply(status=400, body={"error": {"message": "Unsupported value: 'temperature' does not support 0.2 with "
+                                                           "this model. Only the default (1) value is supported."}}),
+              Reply({"score": 5}))
+    b = brain(llm, max_tokens=300)
+    assert ask(b).data == {"score": 5}
+    last = llm.seen[-1].body
+    assert "max_tokens" not in last and last["max_completion_tokens"] == 300 and "temperature" not in last
+    assert last["response_format"]["type"] == "json_schema"  # not stepped down by the other 400s
+    llm.reset(Reply(status=400, body={"error": {"message": "Invalid image URL"}}))
+    with pytest.raises(BrainError, match="rejected the request .HTTP 400.: Invalid image URL"):
+        ask(b)  # a 400 that names nothing we can change is reported, not taken for a format problem
+
+
+def test_retry_after_is_honoured_within_the_retry_budget(llm):
+    llm.reset(Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0.3"}),
+              Reply({"score": 1}))
+    answer = ask(brain(llm, max_retries=2, backoff=0.0))
+    assert answer.data == {"score": 1}
+    assert llm.seen[1].start - llm.seen[0].end >= 0.25  # it waited as asked, not the zero backoff
+    assert any("Retry-After" in n for n in answer.notes)
+    llm.reset(*[Reply(status=503, headers={"Retry-After": "0"}) for _ in range(3)])
+    with pytest.raises(BrainError, match="failed 3 time"):
+        ask(brain(llm, max_retries=2))
