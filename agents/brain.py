@@ -14,13 +14,17 @@ from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 import numpy as np
 
+from ..tools.errors import shown_by_name
+
 T = TypeVar("T")
 
 
+@shown_by_name
 class BrainError(RuntimeError):
     """A brain could not produce a valid answer; the message says why and what to check."""
 
 
+@shown_by_name
 class InvalidAnswerError(BrainError):
     """The brain answered, but no answer was valid within the re-asks (its shape, or its meaning). Inside a loop
     this fails one attempt, not the run; an unreachable endpoint is a plain ``BrainError``."""

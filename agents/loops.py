@@ -13,6 +13,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import numpy as np
 
+from ..tools.errors import shown_by_name
 from ..tools.spec import ToolCallError, ToolRegistry
 from . import roles
 from .brain import Brain, BrainError, InvalidAnswerError, close_brains
@@ -32,6 +33,7 @@ class AttemptFailed(Exception):
         self.why, self.chain = why, chain
 
 
+@shown_by_name
 class LoopFailed(RuntimeError):
     """Nothing at all succeeded in a loop: every attempt or candidate failed. The message quotes the last failure,
     which names the endpoint or the tool."""

@@ -34,8 +34,9 @@ class ExecutionFailed(RuntimeError):
 
     def __init__(self, data: dict):
         self.data = data
+        kind = str(data.get("exception_type") or "error").rsplit(".", 1)[-1]  # the class, not a module's file path
         super().__init__(f"node {data.get('node_id')} ({data.get('node_type')}) failed: "
-                         f"{data.get('exception_type', 'error')}: {data.get('exception_message', '').strip()}")
+                         f"{kind}: {data.get('exception_message', '').strip()}")
 
     @property
     def traceback(self) -> str:

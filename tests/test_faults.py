@@ -86,6 +86,9 @@ def test_endpoint_dies_mid_cca_loop_keep_best_or_fail(comfy, photo, llm, mode):
     with pytest.raises(ExecutionFailed) as err:  # the default: fail cleanly
         comfy.call("run", runner(cca_prompt(photo, llm.url, keep_best=False), "cca", mode))
     assert "failed 1 time(s)" in str(err.value) and "check that the endpoint is running" in str(err.value)
+    # the error reads cleanly: its class, no module path (ComfyUI names a custom node's module by its file path)
+    assert err.value.data["exception_type"] == "BrainError" and "custom_nodes" not in str(err.value)
+    assert "failed: BrainError: http://" in str(err.value)
 
 
 @pytest.mark.parametrize("mode", RUNNERS)

@@ -6,7 +6,10 @@ import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
 
+from .errors import shown_by_name
 
+
+@shown_by_name
 class MissingBackendError(ImportError):
     """A tool needs a Python package that is not installed; the message says what to install."""
 

@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from .errors import shown_by_name
 
+
+@shown_by_name
 class MissingModelError(FileNotFoundError):
     """A model tool's file is not there; the message names the file, the folder and what to get."""
 
 
+@shown_by_name
 class ModelFileError(ValueError):
     """A model file is there but cannot be loaded (truncated, corrupt, another kind of model)."""
 

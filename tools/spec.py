@@ -13,10 +13,13 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
+from .errors import shown_by_name
+
 ParamType = Literal["float", "int", "bool", "enum", "string", "box", "mask", "image"]
 Category = Literal["classic", "localise", "generative", "vlm", "graph"]
 
 
+@shown_by_name
 class ToolCallError(ValueError):
     """A tool call that does not fit its tool's spec; the message says what to change."""
 

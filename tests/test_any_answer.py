@@ -1,0 +1,239 @@
+"""Any answer a model can give (issue 15, item 4): answers generated from each role's own JSON schema by
+hypothesis-jsonschema, the hostile ones included (indices out of range, extreme numbers, empty strings,
+the longest lists), must end with a result or a clean, named error; no other exception may escape.
+
+Roles are driven through the real OpenAI-compatible brain against the scripted endpoint, which serves the
+generated answer; the loops through a brain that answers each request with a generated answer of that
+request's schema (the LLM endpoint is the boundary a test may stand in for) and re-asks as the real brain
+does, so the roles' meaning checks run on every answer.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+
+from edit_agents.agents import roles, schemas
+from edit_agents.agents.brain import BrainAnswer, BrainError, BrainRequest, InvalidAnswerError
+from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, LoopFailed, run_cca,
+                                      run_closed_loop)
+from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
+from edit_agents.agents.records import Candidate, Critique, EditRequest, Feedback, Plan, Question, Subtask
+from edit_agents.agents.roles import Where
+from edit_agents.agents.trace import Trace
+from edit_agents.tools import ToolCallError, default_registry
+from llm_server import Reply
+
+TOOLS = default_registry().subset(categories=["classic"])
+IMG = np.random.default_rng(0).random((24, 32, 3)).astype(np.float32)
+CLEAN = (BrainError, ToolCallError, LoopFailed)  # errors that name what failed; anything else is a bug
+FAST = settings(max_examples=60, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                                       HealthCheck.function_scoped_fixture])
+
+
+def where() -> Where:
+    return Where(Trace(), "test")
+
+
+def brain(llm) -> OpenAIBrain:
+    return OpenAIBrain(BrainConfig(provider="custom", base_url=llm.url, model="any", backoff=0.0, max_retries=0))
+
+
+def served(llm, answer, fallback=None):
+    """The endpoint serves ``answer`` first; the re-asks get ``fallback`` (or the same answer again)."""
+    llm.reset(*([Reply(answer)] + [Reply(fallback if fallback is not None else answer)] * 3))
+
+
+def outcome(role: str, call):
+    try:
+        return asyncio.run(call)
+    except CLEAN as err:
+        assert str(err).strip(), f"{role}: {type(err).__name__} with an empty message"
+        return err
+
+
+SUB = Subtask(0, "make it warmer", "temperature_tint")
+PLAN = Plan([SUB])
+QUESTIONS = [Question("Is it warmer?", part="warmer"), Question("Is the content kept?")]
+
+
+@FAST
+@given(answer=from_schema(schemas.plan_schema(TOOLS.names())))
+def test_planner(llm, answer):
+    served(llm, answer)
+    got = outcome("planner", roles.plan(brain(llm), EditRequest("warmer"), TOOLS, IMG, where()))
+    if isinstance(got, Plan):
+        assert all(0 <= d < s.index for s in got.subtasks for d in s.depends_on)
+        assert all(s.goal.strip() and s.tool in TOOLS.names() for s in got.subtasks)
+
+
+@FAST
+@given(answer=from_schema(schemas.chain_schema(roles.executor_tools(TOOLS, SUB, any_tool=True))))
+def test_executor(llm, answer):
+    served(llm, answer)
+    got = outcome("executor", roles.execute(brain(llm), SUB, TOOLS, IMG, where(), any_tool=True))
+    if isinstance(got, list):  # a valid chain: it runs, or fails cleanly (a tool's own limits)
+        try:
+            out = roles.run_chain(TOOLS, got, IMG)
+        except (ToolCallError, ValueError) as err:
+            assert str(err)
+        else:
+            assert out.ndim == 3 and np.isfinite(out).all()
+
+
+@FAST
+@given(answer=from_schema(schemas.QUESTIONS))
+def test_questions(llm, answer):
+    served(llm, answer)
+    got = outcome("questions", roles.write_questions(brain(llm), EditRequest("warmer"), TOOLS, IMG, where()))
+    if isinstance(got, list):
+        assert got and all(q.text.strip() for q in got)
+
+
+@FAST
+@given(answer=from_schema(schemas.ANSWERS))
+def test_answers(llm, answer):
+    served(llm, answer)
+    got = outcome("answers", roles.discriminate(brain(llm), EditRequest("warmer"), PLAN, IMG, IMG, where(), QUESTIONS))
+    if isinstance(got, Feedback):
+        assert len(got.questions) == len(QUESTIONS) and 0.0 <= got.score <= 10.0
+
+
+@FAST
+@given(answer=from_schema(schemas.EXPERT))
+def test_expert(llm, answer):
+    served(llm, answer)
+    got = outcome("expert", roles.critique(brain(llm), "intent", SUB, IMG, IMG, where()))
+    if isinstance(got, Critique):
+        assert 0.0 <= got.score <= 10.0
+
+
+@FAST
+@given(answer=from_schema(schemas.AGGREGATE), scores=st.lists(st.floats(0, 10), min_size=1, max_size=3))
+def test_aggregator(llm, answer, scores):
+    served(llm, answer)
+    crits = [Critique(f"e{i}", s) for i, s in enumerate(scores)]
+    got = outcome("aggregator", roles.aggregate(brain(llm), crits, where()))
+    if isinstance(got, Feedback):
+        assert got.score == pytest.approx(sum(scores) / len(scores), abs=1e-3)
+
+
+@FAST
+@given(answer=from_schema({**schemas.COMPETE, "properties": {**schemas.COMPETE["properties"],
+                                                              "best": {"type": "integer"}}}))
+def test_competitor(llm, answer):
+    """Indices of any size are generated (the schema sent to the endpoint bounds them; a model may not care)."""
+    served(llm, answer, fallback={"best": 0, "stop": False})
+    cands = [Candidate(f"g{i}", 0, PLAN, [[]], IMG, Feedback(5.0)) for i in range(2)]
+    got = outcome("competitor", roles.compete(brain(llm), cands, 7.0, where()))
+    if isinstance(got, tuple):
+        assert got[0] in (0, 1)
+
+
+@FAST
+@given(answer=from_schema(schemas.perceive_schema(TOOLS.specs(), 4)))
+def test_perceiver(llm, answer):
+    served(llm, answer)
+    got = outcome("perceiver", roles.perceive(brain(llm), IMG, TOOLS, 4, where()))
+    if isinstance(got, tuple):
+        scene, actions = got
+        assert len(actions) <= 4 and all(a.tool in TOOLS.names() for a in actions)
+
+
+class DrawingBrain:
+    """Answers every request with an answer drawn from that request's schema, and re-asks (up to 3 answers) on
+    a meaning problem, as the OpenAI-compatible brain does: the loops meet any answer a model could give."""
+
+    name = "any-answer"
+
+    def __init__(self, data):
+        self.data = data
+
+    async def ask(self, request: BrainRequest) -> BrainAnswer:
+        problem = ""
+        for _ in range(3):
+            answer = self.data.draw(from_schema(request.schema), label=request.role)
+            problem = request.problem(answer)
+            if not problem:
+                return BrainAnswer(data=answer, brain=self.name)
+        raise InvalidAnswerError(f"{self.name} gave no valid {request.role} answer in 3 tries; last problem: {problem}")
+
+
+def loop_outcome(call):
+    try:
+        result = asyncio.run(call)
+    except CLEAN as err:
+        assert str(err).strip()
+        return err
+    assert result.image.ndim == 3 and np.isfinite(result.image).all() and result.trace.steps
+    return result
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_the_closed_loop_meets_any_answer(data):
+    b = DrawingBrain(data)
+    loop_outcome(run_closed_loop(IMG, EditRequest("warmer and sharper"), TOOLS, b, b, [b], b,
+                                 ClosedLoopSettings(max_attempts=2)))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_cca_meets_any_answer(data):
+    b = DrawingBrain(data)
+    loop_outcome(run_cca(IMG, EditRequest("warmer and sharper", caption="noise"), TOOLS,
+                         [Generator("g1", b, b), Generator("g2", b, b)], b, b, CCASettings(rounds=2)))
+
+
+def hostile(seen):
+    """Schema-valid answers that are wrong, once per role, then sensible ones: what a real model sends."""
+    again = len(seen.body["messages"]) > 2
+    role, goal = seen.role, seen.user_text().split("\n", 1)[0]
+    if role == "planner":
+        return Reply({"subtasks": [{"goal": "warm it", "tool": "temperature_tint", "depends_on": [] if again else [3]}]})
+    if role == "executor":
+        return Reply({"steps": [{"tool": "temperature_tint", "params": {"temperature": 1e9 if again else 0.3},
+                                 "source": "input" if again else "step:0"}]})  # then an extreme number: clamped
+    if role == "questions":
+        return Reply({"questions": [{"text": "Is it warmer?", "part": "warm it"}] if again else [{"text": " "}]})
+    if role == "answers":
+        return Reply({"answers": [{"answer": "yes"}] * (1 if again else 7), "quality": 0})
+    if role == "competitor":
+        return Reply({"best": 0 if again else 5, "stop": True})
+    if role == "expert":
+        return Reply({"score": 10 if again else 0, "positive": "", "negative": "", "judged": again})
+    if role == "caption":
+        return Reply({"caption": "x" * 1000})
+    return Reply({"positive": "", "negative": ""})
+
+
+@pytest.mark.parametrize("loop", ["EditAgentsCCALoop", "EditAgentsClosedLoop"])
+def test_hostile_answers_through_the_real_server_end_with_an_image(comfy, comfy_server, llm, photos, loop):
+    from PIL import Image
+    Image.fromarray((photos["chelsea"][::4, ::4] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "any.png")
+    llm.reset(responder=hostile)
+    b = {"class_type": "EditAgentsBrain", "inputs": {
+        "provider": "custom", "model": "any", "base_url": llm.url, "api_key_env": "", "temperature": 0.2,
+        "max_tokens": 512, "timeout": 20.0, "image_side": 128, "concurrency": 4, "max_retries": 0,
+        "structured_output": "json_schema", "rule_boldness": 1.0}}
+    inputs = {"image": ["img", 0], "instruction": "warm it", "planner_brain": ["b", 0], "rerun_every_time": True}
+    inputs.update({"caption": "", "rounds": 2, "early_stop": True, "restart_from_original": True, "min_score": 7.0}
+                  if loop == "EditAgentsCCALoop" else {"max_attempts": 2, "accept_score": 7.0})
+    result = comfy.call("run", {
+        "img": {"class_type": "LoadImage", "inputs": {"image": "any.png"}}, "b": b,
+        "loop": {"class_type": loop, "inputs": inputs},
+        "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        "save": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 0]}}})
+    assert any(i["type"] == "temp" for o in result.outputs.values() for i in o.get("images", []))
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    rejected = [n for s in trace["steps"] for n in s["outputs"].get("notes", []) if "rejected" in str(n)]
+    assert any("depends_on [3]" in n for n in rejected) and any("reads 'step:0'" in n for n in rejected)
+    if loop == "EditAgentsCCALoop":  # the discriminator's and competitor's wrong answers too
+        assert any("7 answers for 1 questions" in n for n in rejected) and any("question 0 is empty" in n for n in rejected)
