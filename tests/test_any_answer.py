@@ -2,10 +2,9 @@
 hypothesis-jsonschema, the hostile ones included (indices out of range, extreme numbers, empty strings,
 the longest lists), must end with a result or a clean, named error; no other exception may escape.
 
-Roles are driven through the real OpenAI-compatible brain against the scripted endpoint, which serves the
-generated answer; the loops through a brain that answers each request with a generated answer of that
-request's schema (the LLM endpoint is the boundary a test may stand in for) and re-asks as the real brain
-does, so the roles' meaning checks run on every answer.
+Roles and loops are driven through the real OpenAI-compatible brain against the scripted endpoint, which
+serves answers generated from the schema of each call, so the brain's re-asks and the roles' meaning checks
+run on every answer.
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from edit_agents.agents import roles, schemas
-from edit_agents.agents.brain import BrainAnswer, BrainError, BrainRequest, InvalidAnswerError
+from edit_agents.agents.brain import BrainError
 from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, LoopFailed, run_cca,
                                       run_closed_loop)
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
@@ -145,23 +144,28 @@ def test_perceiver(llm, answer):
         assert len(actions) <= 4 and all(a.tool in TOOLS.names() for a in actions)
 
 
-class DrawingBrain:
-    """Answers every request with an answer drawn from that request's schema, and re-asks (up to 3 answers) on
-    a meaning problem, as the OpenAI-compatible brain does: the loops meet any answer a model could give."""
+class DrawingEndpoint:
+    """The loops' brain: the real OpenAI-compatible brain, to which the scripted endpoint serves answers drawn
+    from the schema of each call (three per call, for its re-asks). Draws happen here, in the test's thread
+    (hypothesis cannot draw in the endpoint's); calls go one at a time so each gets its own answers."""
 
     name = "any-answer"
 
-    def __init__(self, data):
-        self.data = data
+    def __init__(self, llm, data):
+        self.llm, self.data = llm, data
+        self.brain = OpenAIBrain(BrainConfig(provider="custom", base_url=llm.url, model="any", backoff=0.0,
+                                             max_retries=0))
+        self.turn: asyncio.Lock | None = None
 
-    async def ask(self, request: BrainRequest) -> BrainAnswer:
-        problem = ""
-        for _ in range(3):
-            answer = self.data.draw(from_schema(request.schema), label=request.role)
-            problem = request.problem(answer)
-            if not problem:
-                return BrainAnswer(data=answer, brain=self.name)
-        raise InvalidAnswerError(f"{self.name} gave no valid {request.role} answer in 3 tries; last problem: {problem}")
+    async def ask(self, request):
+        self.turn = self.turn or asyncio.Lock()
+        async with self.turn:
+            self.llm.reset(*[Reply(self.data.draw(from_schema(request.schema), label=request.role))
+                             for _ in range(self.brain.config.reasks + 1)])
+            return await self.brain.ask(request)
+
+    async def aclose(self):
+        await self.brain.aclose()
 
 
 def loop_outcome(call):
@@ -174,20 +178,23 @@ def loop_outcome(call):
     return result
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+LOOPS = settings(max_examples=40, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                        HealthCheck.function_scoped_fixture])
+
+
+@LOOPS
 @given(data=st.data())
-def test_the_closed_loop_meets_any_answer(data):
-    b = DrawingBrain(data)
+def test_the_closed_loop_meets_any_answer(llm, data):
+    b = DrawingEndpoint(llm, data)
     loop_outcome(run_closed_loop(IMG, EditRequest("warmer and sharper"), TOOLS, b, b, [b], b,
                                  ClosedLoopSettings(max_attempts=2)))
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@LOOPS
 @given(data=st.data())
-def test_cca_meets_any_answer(data):
-    b = DrawingBrain(data)
+def test_cca_meets_any_answer(llm, data):
+    b = DrawingEndpoint(llm, data)
     loop_outcome(run_cca(IMG, EditRequest("warmer and sharper", caption="noise"), TOOLS,
                          [Generator("g1", b, b), Generator("g2", b, b)], b, b, CCASettings(rounds=2)))
 
