@@ -217,3 +217,30 @@ def test_interrupt_during_a_tool_chain_stops_after_the_current_tool(comfy, comfy
     interrupt(comfy_server)
     assert_interrupted_then_serving(comfy, thread, outcome, "big.png")
     assert len(traced(outcome, "apply")) < len(chain) // 2  # stopped long before the end of the 40-step chain
+
+
+@pytest.mark.parametrize("mode", RUNNERS)
+def test_an_executor_that_never_answers_validly_fails_one_attempt_in_both_runners(comfy, photo, llm, mode):
+    """The executor's endpoint sends a chain whose first step reads 'step:0' three times (every re-ask): that
+    attempt fails, the loop goes on, and the next attempt, told why, succeeds. In process and as Executor nodes."""
+    count = {"n": 0}
+
+    def responder(seen):
+        count["n"] += 1
+        source = "step:0" if count["n"] <= 3 else "input"
+        return Reply({"steps": [{"tool": "brightness", "params": {"amount": 0.25}, "source": source}]})
+    llm.reset(responder=responder)
+    prompt = {
+        "img": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "ex": llm_brain(llm.url),
+        "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["img", 0], "instruction": "brighter", "max_attempts": 3, "accept_score": 7.0,
+            "rerun_every_time": True, "executor_brain": ["ex", 0]}},
+        "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+    }
+    trace = summary_of(comfy.call("run", runner(prompt, "loop", mode)))
+    assert trace["summary"]["mode"] == mode and trace["summary"]["attempts"] == 2
+    assert trace["summary"]["accepted"] == [True] and trace["summary"]["failed"] == []
+    failed = [s for s in trace["steps"] if s["action"].startswith("subtask 0 attempt 0 failed: InvalidAnswerError")]
+    assert len(failed) == 1 and "there is no earlier step" in failed[0]["outputs"]["error"]
+    assert "the last attempt failed" in llm.seen[3].body["messages"][1]["content"][0]["text"]  # told why
