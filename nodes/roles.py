@@ -183,21 +183,19 @@ class Critic(Rerunnable, io.ComfyNode):
                                       "aesthetic/ with a CLIP in models/clip-hf/), the quality score averages the brain's "
                                       "rating with it."),
                 _trace_in(), rerun_input(),
-                RESUME.Input("questions", optional=True, tooltip="Internal: the CCA Loop's questions for the request, "
-                                                                 "shared by every critic; leave unconnected."),
             ],
             outputs=[FEEDBACK.Output(display_name="feedback", tooltip="For an Aggregator, or the next round's Planner/Executor."),
                      TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
         )
 
     @classmethod
-    async def execute(cls, original, plan, mode, rerun_every_time, brain=None, toolbox=None, trace=None,
-                      questions=None) -> io.NodeOutput:
+    async def execute(cls, original, plan, mode, rerun_every_time, brain=None, toolbox=None,
+                      trace=None) -> io.NodeOutput:
         before, b = one_image(original, "Critic"), brain_or_rule(brain)
         if plan.image is None:
             raise ValueError("Critic: connect the Executor's plan output (it carries the edited image)")
         tr = continue_trace(trace, "Critic")
-        asked = questions or plan.questions
+        asked = plan.questions  # written by an earlier critic of the same request, or here
         try:
             if mode.startswith("discriminator"):
                 w = where(tr, "discriminator", round=plan.round)
