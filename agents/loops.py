@@ -25,12 +25,16 @@ from .trace import Trace
 T = TypeVar("T")
 
 
-class AttemptFailed(Exception):
-    """A chain that was written but failed to run: the chain, and why (see ``attempt_error``)."""
-
-    def __init__(self, why: str, chain: list[ToolCall]):
-        super().__init__(why)
-        self.why, self.chain = why, chain
+async def attempted(step: Awaitable[T]) -> tuple[T | None, str]:
+    """Run a step whose failure fails one attempt or candidate: (its result, "") or (None, why). What must stop
+    the run (an unreachable endpoint, a cancel) is re-raised; see ``attempt_error``."""
+    try:
+        return await step, ""
+    except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed attempt, or re-raised
+        why = attempt_error(err)
+        if why is None:
+            raise
+        return None, why
 
 
 @shown_by_name
@@ -177,20 +181,11 @@ async def cca_plan(state: CCAState, image: np.ndarray, request: EditRequest, too
                    should_stop=None) -> RoundPlans:
     """A round's plan step: in round 0 the caption, then the request's questions beside both planners."""
     work, judge = await _round_setup(state, image, request, discriminator, settings, should_stop)
-    questions = (state.questions if state.questions is not None
-                 else roles.write_questions(discriminator, work.request, tools, image, judge))
-
-    async def plan_or_fail(gen: Generator) -> Plan | str:
-        try:
-            return await _plan_one(state, work, tools, generators, gen, should_stop)
-        except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed candidate, or re-raised
-            why = attempt_error(err)
-            if why is None:
-                raise
-            return why
-    *plans, state.questions = await asyncio.gather(*(plan_or_fail(g) for g in generators), _ready(questions))
-    work.plans = {g.name: p for g, p in zip(generators, plans) if isinstance(p, Plan)}
-    work.failed = {g.name: p for g, p in zip(generators, plans) if isinstance(p, str)}
+    questions = _questions(state, discriminator, work, tools, image, judge)
+    *plans, state.questions = await asyncio.gather(
+        *(attempted(_plan_one(state, work, tools, generators, g, should_stop)) for g in generators), questions)
+    work.plans = {g.name: p for g, (p, _) in zip(generators, plans) if p is not None}
+    work.failed = {g.name: why for g, (_, why) in zip(generators, plans) if why}
     return work
 
 
@@ -241,23 +236,24 @@ async def cca_round(state: CCAState, image: np.ndarray, request: EditRequest, to
     work, judge = await _round_setup(state, image, request, discriminator, settings, should_stop)
 
     async def generate(gen: Generator) -> Candidate:
-        try:
-            work.plans[gen.name] = await _plan_one(state, work, tools, generators, gen, should_stop)
-            return await cca_execute(state, work, tools, gen, should_stop)
-        except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed candidate, or re-raised
-            why = attempt_error(err)
-            if why is None:
-                raise
-            return failed_candidate(state, work, gen.name, why)
+        work.plans[gen.name] = await _plan_one(state, work, tools, generators, gen, should_stop)
+        return await cca_execute(state, work, tools, gen, should_stop)
 
-    questions = (state.questions if state.questions is not None
-                 else roles.write_questions(discriminator, work.request, tools, image, judge))
-    *cands, state.questions = await asyncio.gather(*(generate(g) for g in generators), _ready(questions))
+    async def generate_or_fail(gen: Generator) -> Candidate:
+        cand, why = await attempted(generate(gen))
+        return cand if cand is not None else failed_candidate(state, work, gen.name, why)
+
+    *cands, state.questions = await asyncio.gather(*(generate_or_fail(g) for g in generators),
+                                                   _questions(state, discriminator, work, tools, image, judge))
     return await cca_judge(state, image, work, tools, list(cands), discriminator, competitor, settings, should_stop)
 
 
-async def _ready(value):
-    return await value if asyncio.iscoroutine(value) else value
+async def _questions(state: CCAState, discriminator: Brain, work: RoundPlans, tools: ToolRegistry, image: np.ndarray,
+                     where: Where) -> list[Question]:
+    """The request's questions: written in round 0 (beside the planners), the same ones after."""
+    if state.questions is not None:
+        return state.questions
+    return await roles.write_questions(discriminator, work.request, tools, image, where)
 
 
 async def cca_caption(discriminator: Brain, request: EditRequest, image: np.ndarray, where: Where) -> str:
@@ -404,22 +400,20 @@ async def closed_loop_start(image: np.ndarray, request: EditRequest, tools: Tool
     return ClosedLoopState(trace, the_plan, image, history)
 
 
-async def closed_loop_execute(state: ClosedLoopState, tools: ToolRegistry, executor: Brain,
-                              settings: ClosedLoopSettings, should_stop=None) -> tuple[list[ToolCall], np.ndarray]:
+async def closed_loop_execute(state: ClosedLoopState, tools: ToolRegistry, executor: Brain, settings: ClosedLoopSettings,
+                              should_stop=None) -> tuple[list[ToolCall] | None, np.ndarray | None, str]:
     """The execute step of the next attempt, in process: IMAGAgent's orchestrator writes a chain (the planner's
-    tool is a suggestion; it may choose another) from the last attempt's typed feedback, and it runs."""
+    tool is a suggestion; it may choose another) from the last attempt's typed feedback, and it runs. Returns
+    (chain, result, "") or, when the attempt failed, (the chain if one was written, None, why)."""
     sub, last = state.subtask(), (state.tries[-1] if state.tries else None)
     w = Where(state.trace, "imagagent", subtask=sub.index, attempt=len(state.tries), should_stop=should_stop)
-    chain = await roles.execute(executor, sub, tools, state.current, w, state.history, last.chain if last else None,
-                                attempt_feedback(last.feedback, settings.accept_score) if last else None,
-                                any_tool=True)
-    try:
-        return chain, await asyncio.to_thread(roles.run_chain, tools, chain, state.current)
-    except Exception as err:  # noqa: BLE001 - sorted by attempt_error: this attempt failed, or re-raised
-        why = attempt_error(err)
-        if why is None:
-            raise
-        raise AttemptFailed(why, chain) from err
+    chain, why = await attempted(roles.execute(
+        executor, sub, tools, state.current, w, state.history, last.chain if last else None,
+        attempt_feedback(last.feedback, settings.accept_score) if last else None, any_tool=True))
+    if chain is None:
+        return None, None, why
+    out, why = await attempted(asyncio.to_thread(roles.run_chain, tools, chain, state.current))
+    return chain, out, why
 
 
 async def closed_loop_judge(state: ClosedLoopState, chain: list[ToolCall], out: np.ndarray, experts: list[Brain],
@@ -489,15 +483,9 @@ async def closed_loop_subtask(state: ClosedLoopState, tools: ToolRegistry, execu
     while True:
         if on_step:
             on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {len(state.tries) + 1}")
-        try:
-            chain, out = await closed_loop_execute(state, tools, executor, settings, should_stop)
-        except AttemptFailed as failure:  # the chain was written but did not run
-            closed_loop_failed(state, failure.why, failure.chain)
-        except Exception as err:  # noqa: BLE001 - sorted by attempt_error: a failed attempt, or re-raised
-            why = attempt_error(err)
-            if why is None:
-                raise
-            closed_loop_failed(state, why)
+        chain, out, why = await closed_loop_execute(state, tools, executor, settings, should_stop)
+        if why:
+            closed_loop_failed(state, why, chain)
         else:
             await closed_loop_judge(state, chain, out, experts, aggregator, settings, should_stop)
         if not closed_loop_retry(state, settings):

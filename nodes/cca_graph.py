@@ -123,21 +123,27 @@ class CCARoundEnd(io.ComfyNode):
         stream(state.trace, node_id(), replay=False)
         executed = {h.agent: h for h in (executed_1, executed_2) if h is not None}
         try:
-            while True:
-                await judge_round(run, state, work, executed, stop)
-                if state.done(run.settings):
-                    break
-                work = await or_keep_best(state, run.settings.keep_best_on_brain_error,
-                                          cca_plan(state, run.image, run.request, run.tools, run.generators,
-                                                   run.discriminator, run.settings, stop), f"round {state.rounds_run}")
-                if work is None:
-                    break
-                if work.plans:
-                    return expand_round(graph, run, state, work)
-                executed = {}  # every planner failed: the round is judged at once
+            return await advance(graph, run, state, work, executed, stop)
         finally:
             await close_brains(*run.brains())
-        return finish(run, state)
+
+
+async def advance(graph, run: CCARun, state: CCAState, work: RoundPlans, executed: dict[str, Handoff],
+                  stop) -> io.NodeOutput:
+    """Judge the round just executed, then plan the next and expand its execute step, or finish. A round whose
+    every planner failed has nothing to execute: it is judged at once."""
+    while True:
+        await judge_round(run, state, work, executed, stop)
+        if state.done(run.settings):
+            return finish(run, state)
+        work = await or_keep_best(state, run.settings.keep_best_on_brain_error,
+                                  cca_plan(state, run.image, run.request, run.tools, run.generators,
+                                           run.discriminator, run.settings, stop), f"round {state.rounds_run}")
+        if work is None:
+            return finish(run, state)
+        if work.plans:
+            return expand_round(graph, run, state, work)
+        executed = {}
 
 
 async def judge_round(run: CCARun, state: CCAState, work: RoundPlans, executed: dict[str, Handoff], stop) -> None:
@@ -174,16 +180,7 @@ async def start(graph, run: CCARun, state: CCAState, stop) -> io.NodeOutput:
     """Round 0 from the CCA Loop node: plan, then expand the execute step (or, if every planner failed, judge)."""
     work = await cca_plan(state, run.image, run.request, run.tools, run.generators, run.discriminator, run.settings,
                           stop)
-    if work.plans:
-        return expand_round(graph, run, state, work)
-    while True:
-        await judge_round(run, state, work, {}, stop)
-        if state.done(run.settings):
-            return finish(run, state)
-        work = await cca_plan(state, run.image, run.request, run.tools, run.generators, run.discriminator,
-                              run.settings, stop)
-        if work.plans:
-            return expand_round(graph, run, state, work)
+    return expand_round(graph, run, state, work) if work.plans else await advance(graph, run, state, work, {}, stop)
 
 
 NODES = [CCARoundEnd]

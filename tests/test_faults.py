@@ -51,6 +51,18 @@ def cca_prompt(photo: str, url: str, keep_best: bool) -> dict:
     }
 
 
+def closed_loop_prompt(photo: str, url: str, instruction: str, llm_role: str, **settings) -> dict:
+    """The Closed Loop with one role (e.g. its aggregator) on the scripted endpoint, the others on the rule brain."""
+    return {
+        "img": {"class_type": "LoadImage", "inputs": {"image": photo}},
+        "llm": llm_brain(url),
+        "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
+            "image": ["img", 0], "instruction": instruction, "accept_score": 7.0, "rerun_every_time": True,
+            llm_role: ["llm", 0], **settings}},
+        "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+    }
+
+
 RUNNERS = ["in-process", "executor nodes"]
 
 
@@ -116,15 +128,8 @@ def test_executor_endpoint_dies_mid_cca_loop_keeps_the_best_in_both_runners(comf
 @pytest.mark.parametrize("mode", RUNNERS)
 def test_endpoint_dies_mid_closed_loop_keeps_the_subtasks_done(comfy, photo, llm, mode):
     llm.reset(responder=dies_after(1, Reply({"positive": "good", "negative": ""})))  # the aggregator merges text only
-    prompt = {
-        "img": {"class_type": "LoadImage", "inputs": {"image": photo}},
-        "agg": llm_brain(llm.url),
-        "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
-            "image": ["img", 0], "instruction": "brighter, more contrast and warmer", "max_attempts": 2,
-            "accept_score": 7.0, "rerun_every_time": True, "aggregator_brain": ["agg", 0],
-            "keep_best_on_brain_error": True}},
-        "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
-    }
+    prompt = closed_loop_prompt(photo, llm.url, "brighter, more contrast and warmer", "aggregator_brain",
+                                max_attempts=2, keep_best_on_brain_error=True)
     trace = summary_of(comfy.call("run", runner(prompt, "loop", mode)))
     assert trace["summary"]["mode"] == mode
     assert trace["summary"]["subtasks"] == 3 and trace["summary"]["accepted"] == [True]
@@ -230,14 +235,7 @@ def test_an_executor_that_never_answers_validly_fails_one_attempt_in_both_runner
         source = "step:0" if count["n"] <= 3 else "input"
         return Reply({"steps": [{"tool": "brightness", "params": {"amount": 0.25}, "source": source}]})
     llm.reset(responder=responder)
-    prompt = {
-        "img": {"class_type": "LoadImage", "inputs": {"image": photo}},
-        "ex": llm_brain(llm.url),
-        "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
-            "image": ["img", 0], "instruction": "brighter", "max_attempts": 3, "accept_score": 7.0,
-            "rerun_every_time": True, "executor_brain": ["ex", 0]}},
-        "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
-    }
+    prompt = closed_loop_prompt(photo, llm.url, "brighter", "executor_brain", max_attempts=3)
     trace = summary_of(comfy.call("run", runner(prompt, "loop", mode)))
     assert trace["summary"]["mode"] == mode and trace["summary"]["attempts"] == 2
     assert trace["summary"]["accepted"] == [True] and trace["summary"]["failed"] == []
