@@ -70,6 +70,35 @@ class Brain(Protocol):
     async def ask(self, request: BrainRequest) -> BrainAnswer: ...
 
 
+def system_with_schema(request: BrainRequest) -> str:
+    """The system prompt every model brain sends: the role's prompt, then the schema its answer must fit."""
+    return (request.system.rstrip() + "\n\nAnswer with one JSON object only, no prose, that fits this JSON schema:\n"
+            + json.dumps(request.schema))
+
+
+async def ask_until_valid(request: BrainRequest, messages: list[dict], answer: BrainAnswer, tries: int,
+                          complete: Callable[[list[dict]], Awaitable[str]], who: str) -> dict[str, Any]:
+    """The bounded re-ask loop every model brain shares: ``complete`` the chat, parse the JSON, check its shape
+    and meaning (``request.problem``), and when it fails ask again with the problem quoted, at most ``tries``
+    answers in all; then ``InvalidAnswerError`` naming ``who`` and the last problem."""
+    problem = ""
+    for turn in range(tries):
+        text = await complete(messages)
+        try:
+            data = extract_json(text)
+            problem = request.problem(data) or ""  # shape, then meaning: both are re-asked
+        except ValueError as err:
+            problem = str(err)
+        if not problem:
+            return data
+        answer.notes.append(f"answer {turn + 1} rejected: {problem}")
+        messages = messages + [
+            {"role": "assistant", "content": text[:4000]},
+            {"role": "user", "content": f"That answer was not valid: {problem}. Reply again with only a JSON "
+                                        "object that fits the schema."}]
+    raise InvalidAnswerError(f"{who} gave no valid {request.role} answer in {tries} tries; last problem: {problem}")
+
+
 async def close_brains(*brains: object) -> None:
     """Release what brains hold (HTTP clients) in the loop that used them; each brain once."""
     seen: set[int] = set()

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..tools.backends import require
 from ..tools.imageops import resize_longest, to_uint8
-from .brain import BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, extract_json
+from .brain import (BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, ask_until_valid,
+                    system_with_schema)
 
 
 @dataclass(frozen=True)
@@ -287,33 +288,15 @@ class OpenAIBrain:
         self._connect()
         start = time.perf_counter()
         answer = BrainAnswer(data={}, brain=self.name)
-        system = (request.system.rstrip() + "\n\nAnswer with one JSON object only, no prose, that fits this JSON schema:\n"
-                  + json.dumps(request.schema))
         content: list[dict] = [{"type": "text", "text": request.text}]
         urls = await asyncio.gather(*(asyncio.to_thread(image_data_url, img, self.config.image_side)
                                       for img in request.images))  # off the event loop: other calls keep flowing
         content += [{"type": "image_url", "image_url": {"url": url}} for url in urls]
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
-        problem = ""
+        messages = [{"role": "system", "content": system_with_schema(request)}, {"role": "user", "content": content}]
         async with self._gate:
-            for turn in range(self.config.reasks + 1):
-                text = await self._complete(messages, request, answer)
-                try:
-                    data = extract_json(text)
-                    problem = request.problem(data) or ""  # shape, then meaning: both are re-asked
-                except ValueError as err:
-                    problem = str(err)
-                if not problem:
-                    answer.data = data
-                    break
-                answer.notes.append(f"answer {turn + 1} rejected: {problem}")
-                messages = messages + [
-                    {"role": "assistant", "content": text[:4000]},
-                    {"role": "user", "content": f"That answer was not valid: {problem}. Reply again with only a JSON "
-                                                "object that fits the schema."}]
-            else:
-                raise InvalidAnswerError(f"{self.name} at {self._endpoint()} gave no valid {request.role} answer in "
-                                         f"{self.config.reasks + 1} tries; last problem: {problem}")
+            answer.data = await ask_until_valid(request, messages, answer, self.config.reasks + 1,
+                                                lambda m: self._complete(m, request, answer),
+                                                f"{self.name} at {self._endpoint()}")
         answer.wall_ms = (time.perf_counter() - start) * 1000.0
         price = self.config.prices.get(self.config.model)
         if price:

@@ -3,27 +3,34 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
+from ..agents.local_brain import EXAMPLES, FOLDER, LocalBrain, LocalBrainConfig
 from ..agents.openai_brain import PROVIDERS, STRUCTURED_MODES, BrainConfig, OpenAIBrain
 from ..agents.rule_brain import RuleBrain
+from .runtime import NO_LOCAL_MODEL, ComfyDeviceManager, llm_folders, local_model_choices
 from .types import BRAIN, CATEGORY
 
 RULE = "rule (offline)"
+LOCAL = "local"
 
 
 class Brain(io.ComfyNode):
     @classmethod
     def define_schema(cls):
+        local_choices = local_model_choices()
         return io.Schema(
             node_id="EditAgentsBrain",
             display_name="Brain",
             category=CATEGORY,
-            description="Chooses what a role thinks with: the offline rule brain (default, no network), or any "
+            description="Chooses what a role thinks with: the offline rule brain (default, no network), a local "
+                        f"vision-language model from models/{FOLDER}/ run by ComfyUI itself, or any "
                         "OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, DashScope, Ark, "
                         "DeepSeek, Gemini). The API key is read from the environment variable you name; no widget "
                         "ever holds a key.",
             inputs=[
-                io.Combo.Input("provider", options=[RULE, *PROVIDERS], default=RULE,
-                               tooltip="rule (offline) needs nothing; the others are OpenAI-compatible endpoints with preset base URLs."),
+                io.Combo.Input("provider", options=[RULE, LOCAL, *PROVIDERS], default=RULE,
+                               tooltip=f"rule (offline) needs nothing; local runs the model chosen in local_model "
+                                       f"(from models/{FOLDER}/) in ComfyUI; the others are OpenAI-compatible endpoints "
+                                       "with preset base URLs."),
                 io.String.Input("model", default="",
                                 tooltip="Model name at the endpoint, e.g. gpt-4o-mini, qwen2.5vl:7b, qwen-vl-max, doubao-1.5-vision-pro."),
                 io.String.Input("base_url", default="",
@@ -31,7 +38,8 @@ class Brain(io.ComfyNode):
                 io.String.Input("api_key_env", default="",
                                 tooltip="The NAME of the environment variable that holds the key (e.g. DASHSCOPE_API_KEY), never the key. "
                                         "Empty: the provider's usual variable; local endpoints need none."),
-                io.Float.Input("temperature", default=0.2, min=0.0, max=2.0, step=0.05, tooltip="Sampling temperature."),
+                io.Float.Input("temperature", default=0.2, min=0.0, max=2.0, step=0.05,
+                               tooltip="Sampling temperature (0: always the most likely token)."),
                 io.Int.Input("max_tokens", default=1024, min=16, max=32768, tooltip="Longest answer per call."),
                 io.Float.Input("timeout", default=60.0, min=1.0, max=600.0, step=1.0, tooltip="Seconds per request before a retry."),
                 io.Int.Input("image_side", default=768, min=64, max=4096,
@@ -47,15 +55,25 @@ class Brain(io.ComfyNode):
                                  tooltip="Send the API key over plain http:// to a machine other than this one. Off "
                                          "(the default) refuses, since anyone on the network could read the key; turn "
                                          "on only for a network you trust. Loopback addresses and https are always allowed."),
+                io.Combo.Input("local_model", options=local_choices, default=NO_LOCAL_MODEL, optional=True,
+                               tooltip=f"provider 'local' only: a Hugging Face model folder in models/{FOLDER}/ "
+                                       f"(e.g. {EXAMPLES[0]}, {EXAMPLES[1]}, or a text-only model for planners). "
+                                       "Loaded once, offline, and shared by every node that names it."),
             ],
             outputs=[BRAIN.Output(display_name="brain", tooltip="Connect to any role or loop node's brain input.")],
         )
 
     @classmethod
     def execute(cls, provider, model, base_url, api_key_env, temperature, max_tokens, timeout, image_side, concurrency,
-                max_retries, structured_output, rule_boldness, allow_insecure_http=False) -> io.NodeOutput:
+                max_retries, structured_output, rule_boldness, allow_insecure_http=False,
+                local_model=NO_LOCAL_MODEL) -> io.NodeOutput:
         if provider == RULE:
             return io.NodeOutput(RuleBrain(boldness=rule_boldness))
+        if provider == LOCAL:
+            name = "" if local_model == NO_LOCAL_MODEL else local_model
+            config = LocalBrainConfig(model=name, folders=tuple(llm_folders()), temperature=temperature,
+                                      max_tokens=max_tokens, image_side=image_side)
+            return io.NodeOutput(LocalBrain(config, manager=ComfyDeviceManager()))
         config = BrainConfig(provider=provider, model=model.strip(), base_url=base_url.strip(),
                              api_key_env=api_key_env.strip(), temperature=temperature, max_tokens=max_tokens,
                              timeout=timeout, image_side=image_side, concurrency=concurrency, max_retries=max_retries,

@@ -4,9 +4,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..agents.local_brain import FOLDER as LLM_FOLDER
+from ..agents.local_brain import model_entries
 from ..tools.models import MODEL_KINDS, ToolRuntime
 
-OUR_FOLDERS = tuple(sorted({k.folder for k in MODEL_KINDS.values()} - {"diffusers"}))  # diffusers is ComfyUI's own
+# diffusers is ComfyUI's own; LLM holds the local brain's models
+OUR_FOLDERS = tuple(sorted({k.folder for k in MODEL_KINDS.values()} - {"diffusers"} | {LLM_FOLDER}))
 FIRST_AVAILABLE = "(first available)"
 
 
@@ -26,6 +29,23 @@ def model_dirs() -> dict[str, list[Path]]:
     return {f: [Path(p) for p in folder_paths.get_folder_paths(f)] for f in folders}
 
 
+def llm_folders() -> list[Path]:
+    """Where local brain models live: models/LLM/ and any LLM path in extra_model_paths.yaml."""
+    import folder_paths
+
+    register_model_folders()
+    return [Path(p) for p in folder_paths.get_folder_paths(LLM_FOLDER)]
+
+
+def local_model_choices() -> list[str]:
+    """What the Brain's local_model combo lists: "(none)" first, so a saved workflow that names no local model
+    stays valid when models are added, then the model folders found."""
+    return [NO_LOCAL_MODEL] + model_entries(llm_folders())
+
+
+NO_LOCAL_MODEL = "(none)"
+
+
 def model_choices(kind: str) -> list[str]:
     """What a Toolbox combo lists for ``kind``: the entries in its model folders."""
     return [FIRST_AVAILABLE] + ToolRuntime(model_dirs()).available(kind)
@@ -37,6 +57,20 @@ class ComfyDeviceManager:
 
     def __init__(self):
         self._patchers: dict[int, object] = {}
+
+    def device(self):
+        import comfy.model_management as mm
+
+        return mm.get_torch_device()
+
+    def dtype(self, device):
+        """ComfyUI's choice for this device: bf16 or fp16 on a GPU that runs them well, else fp32."""
+        import comfy.model_management as mm
+        import torch
+
+        if mm.should_use_bf16(device):
+            return torch.bfloat16
+        return torch.float16 if mm.should_use_fp16(device) else torch.float32
 
     def place(self, module):
         import comfy.model_management as mm

@@ -37,7 +37,7 @@ def comfy_server(tmp_path_factory, model_root):
     extra = base / "extra_model_paths.yaml"
     extra.write_text(f"edit_agents_tests:\n    base_path: {model_root}\n    grounding-dino: grounding-dino\n"
                      f"    sams: sams\n    diffusers: diffusers\n    checkpoints: checkpoints\n    clip-hf: clip-hf\n"
-                     f"    aesthetic: aesthetic\n")
+                     f"    aesthetic: aesthetic\n    LLM: LLM\n")
     server = LocalServer(base_dir=base, extra_args=("--extra-model-paths-config", str(extra)))
     server.start()
     yield server
@@ -94,9 +94,13 @@ def llm(llm_server):
     return llm_server.reset()
 
 
+LOCAL_FAMILIES = ("qwen2-vl", "qwen2.5-vl", "smolvlm", "text")
+
+
 @pytest.fixture(scope="session")
 def model_root(tmp_path_factory):
     """A models/ folder laid out like ComfyUI's, holding tiny random-weight models built once per session."""
+    from tiny_vlms import build_tiny_model
     from tiny_models import (build_aesthetic_head, build_clip, build_grounding_dino, build_instruct_pix2pix, build_sam,
                              build_sd_inpaint, build_sdxl_inpaint)
 
@@ -108,6 +112,8 @@ def model_root(tmp_path_factory):
     build_sdxl_inpaint(root / "diffusers" / "tiny-sdxl-inpaint")
     build_clip(root / "clip-hf" / "tiny-clip")
     build_aesthetic_head(root / "aesthetic" / "tiny-aesthetic.pth")
+    for family in LOCAL_FAMILIES:  # the local brain's models, as users download them into models/LLM/
+        build_tiny_model(family, root / "LLM" / f"tiny-{family}")
     (root / "checkpoints").mkdir()
     for name, channels in (("tiny-sd15.safetensors", 4), ("tiny-sd15-ip2p.safetensors", 8)):
         (root / "checkpoints" / name).symlink_to(tiny_checkpoint(name, channels))

@@ -28,6 +28,7 @@ BACKENDS: tuple[Backend, ...] = (
     Backend("segment_anything", "segment-anything", "SAM masks"),
     Backend("transformers", "transformers", "GroundingDINO and the CLIP-based reward components"),
     Backend("ImageReward", "image-reward", "the ImageReward reward component"),
+    Backend("llguidance", "llguidance", "the local brain's answers constrained to their JSON schema"),
 )
 
 

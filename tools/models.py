@@ -71,10 +71,13 @@ class DeviceManager(Protocol):
 class LocalDevice:
     """Outside ComfyUI: CUDA when present, else the CPU (fp32)."""
 
-    def place(self, module: Any) -> Any:
+    def device(self) -> Any:
         import torch
 
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def place(self, module: Any) -> Any:
+        device = self.device()
         module.to(device)
         return device
 
