@@ -156,3 +156,59 @@ def test_calls_from_threads_are_served_one_at_a_time(llm_dir, shelf):
         t.join()
     assert not errors and len(results) == 3
     assert len({repr(r.data) for r in results}) == 1  # greedy: the same question, the same answer, untangled
+
+
+# -- on the real server: the Brain node's local provider in the shipped workflows -----------------------------
+
+def with_local_brains(prompt: dict, model: str = "tiny-qwen2-vl", max_tokens: int = 128) -> dict:
+    for node in prompt.values():
+        if node["class_type"] == "EditAgentsBrain":
+            node["inputs"].update(provider="local", local_model=model, max_tokens=max_tokens, temperature=0.0)
+    return prompt
+
+
+def brain_steps(result) -> list[dict]:
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    return [s for s in trace["steps"] if s.get("inputs", {}).get("brain")]
+
+
+def test_brain_node_lists_the_models_in_the_llm_folder(object_info):
+    options = object_info["EditAgentsBrain"]["input"]["optional"]["local_model"][1]["options"]
+    assert options[0] == "(none)" and {f"tiny-{f}" for f in FAMILIES} <= set(options)
+    assert "local" in object_info["EditAgentsBrain"]["input"]["required"]["provider"][1]["options"]
+
+
+@pytest.mark.parametrize("workflow", ["cca.json", "imagagent.json"])
+def test_shipped_loop_workflows_run_with_every_brain_local(workflow, comfy, object_info, comfy_server, photos):
+    from PIL import Image
+
+    from edit_agents.cli.workflow import set_image, ui_to_api
+    from helpers import WORKFLOWS, load_json
+
+    prompt = with_local_brains(ui_to_api(load_json(WORKFLOWS / workflow), object_info))
+    Image.fromarray((photos["chelsea"][::4, ::4] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "lb.png")
+    set_image(prompt, "lb.png")
+    result = comfy.call("run", prompt)
+    steps = brain_steps(result)
+    assert steps and {s["inputs"]["brain"] for s in steps} == {"local/tiny-qwen2-vl"}
+    assert all(s["tokens"] > 0 for s in steps)
+    schema_rejections = [n for s in steps for n in s["outputs"].get("notes", []) if "rejected: at " in n]
+    assert schema_rejections == []  # re-asks, if any, were about meaning: the grammar kept every answer's shape
+
+
+def test_photoagent_workflow_with_a_local_vlm_perceiver(comfy, object_info, comfy_server, photos):
+    from PIL import Image
+
+    from edit_agents.cli.workflow import set_image, ui_to_api
+    from helpers import WORKFLOWS, load_json
+
+    prompt = with_local_brains(ui_to_api(load_json(WORKFLOWS / "photoagent.json"), object_info), "tiny-smolvlm")
+    for node in prompt.values():
+        if node["class_type"] == "EditAgentsMCTSPlanner":
+            node["inputs"].update(simulations=6, max_steps=2)
+    Image.fromarray((photos["chelsea"][::2, ::2] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "lb2.png")
+    set_image(prompt, "lb2.png")
+    result = comfy.call("run", prompt)
+    perceiver = [s for s in brain_steps(result) if s["role"] == "perceiver"]
+    assert perceiver and {s["inputs"]["brain"] for s in perceiver} == {"local/tiny-smolvlm"}
+    assert all(s["tokens"] > 0 and s["inputs"]["images"] == 1 for s in perceiver)
