@@ -117,7 +117,7 @@ class LocalModel:
             else:
                 self.tokenizer = self.processor = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
                 self.model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
-        except (OSError, ValueError, KeyError, RuntimeError) as err:
+        except (OSError, ValueError, KeyError, RuntimeError, ImportError) as err:  # ImportError: e.g. num2words
             raise ModelFileError(f"{path} could not be loaded as a Hugging Face model: {type(err).__name__}: "
                                  f"{str(err)[:300]}. Check that the whole repository was downloaded (e.g. "
                                  f"{EXAMPLES[0]}) and that this transformers version supports it.") from None

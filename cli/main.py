@@ -183,9 +183,10 @@ async def main_async(args) -> int:
     async with contextlib.AsyncExitStack() as stack:
         url = args.server
         if not url:
-            server = LocalServer()
+            server = LocalServer(cpu=True if args.cpu else None)  # the GPU when there is one
             print(f"starting ComfyUI from {server.comfyui_dir} on {server.url} ...", file=sys.stderr)
             await asyncio.to_thread(server.start)
+            print(f"ComfyUI runs on the {'CPU' if server.cpu else 'GPU'}", file=sys.stderr)
             stack.callback(server.stop)
             url = server.url
         session = await stack.enter_async_context(aiohttp.ClientSession())
@@ -258,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", metavar="NODE.INPUT=VALUE",
                        help="set an input by node title or id, e.g. --set 'PhotoAgent (enhance).max_steps=3' (repeatable)")
         p.add_argument("--server", help="URL of a running ComfyUI (default: start a local one)")
+        p.add_argument("--cpu", action="store_true",
+                       help="start the local ComfyUI with --cpu even when a GPU is there (default: the GPU if any)")
         p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for a websocket message")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

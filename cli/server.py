@@ -42,12 +42,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+ACCELERATOR_PROBE = ("import torch; x = getattr(torch, 'xpu', None); "
+                     "print(torch.cuda.is_available() or torch.backends.mps.is_available() or bool(x and x.is_available()))")
+
+
+def has_accelerator(python: str) -> bool:
+    """Whether ``python``'s torch sees a GPU (CUDA/ROCm, Apple MPS or Intel XPU). ComfyUI started without
+    --cpu on a machine with none fails at its first model, so the answer decides the flag."""
+    try:
+        out = subprocess.run([python, "-c", ACCELERATOR_PROBE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and out.stdout.strip().endswith("True")
+
+
 class LocalServer:
-    """A ComfyUI process on a free loopback port with its own input/output/temp/user folders."""
+    """A ComfyUI process on a free loopback port with its own input/output/temp/user folders.
+
+    ``cpu``: True runs ComfyUI with --cpu (the tests, the docs and the demo, which must not depend on the
+    machine); None (the CLI's default) uses the GPU when the Python that runs ComfyUI sees one."""
 
     def __init__(self, comfyui_dir: Path | None = None, base_dir: Path | None = None, port: int | None = None,
                  extra_args: tuple[str, ...] = (), python: str | None = None, log_path: Path | None = None,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, cpu: bool | None = True):
+        self.cpu = cpu
         self.comfyui_dir = Path(comfyui_dir) if comfyui_dir else find_comfyui()
         self._tmp = None if base_dir else tempfile.TemporaryDirectory(prefix="edit-agents-comfy-")
         self.base_dir = Path(base_dir) if base_dir else Path(self._tmp.name)
@@ -68,7 +86,9 @@ class LocalServer:
     def start(self, timeout: float = 120.0) -> "LocalServer":
         for d in self.dirs().values():
             d.mkdir(parents=True, exist_ok=True)
-        cmd = [self.python, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(self.port),
+        if self.cpu is None:
+            self.cpu = not has_accelerator(self.python)
+        cmd = [self.python, "main.py", *(["--cpu"] if self.cpu else []), "--listen", "127.0.0.1", "--port", str(self.port),
                "--disable-auto-launch", "--dont-print-server",
                "--input-directory", str(self.dirs()["input"]), "--output-directory", str(self.dirs()["output"]),
                "--temp-directory", str(self.dirs()["temp"]), "--user-directory", str(self.dirs()["user"]),

@@ -42,6 +42,23 @@ def test_run_starts_its_own_server_when_none_is_given(photos, tmp_path):
     r = cli("run", OFFLINE, "--image", str(src), "--out", str(tmp_path / "o"), "--quiet")
     assert r.returncode == 0, r.stderr
     assert "starting ComfyUI" in r.stderr and list((tmp_path / "o").glob("cat_*.png"))
+    # without --cpu the CLI uses the GPU when the server's torch sees one: none here (on a lent GPU, the GPU)
+    import torch
+
+    assert f"ComfyUI runs on the {'GPU' if torch.cuda.is_available() else 'CPU'}" in r.stderr
+
+
+def test_local_server_passes_cpu_only_when_asked_or_when_there_is_no_gpu(tmp_path):
+    from edit_agents.cli.server import has_accelerator
+
+    fake_gpu = tmp_path / "python-with-gpu"
+    fake_gpu.write_text("#!/bin/sh\necho True\n")  # what the probe prints on a machine with a GPU
+    fake_gpu.chmod(0o755)
+    assert has_accelerator(str(fake_gpu)) is True
+    assert has_accelerator(str(tmp_path / "no-such-python")) is False
+    import torch
+
+    assert has_accelerator(sys.executable) is torch.cuda.is_available()
 
 
 def test_batch_continues_past_an_unreadable_file(comfy_server, photos, tmp_path):
