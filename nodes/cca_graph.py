@@ -22,7 +22,7 @@ from ..tools.spec import ToolRegistry
 from .apply_tools import RESUME
 from .common import node_id, present, stream
 from .convert import arrays_to_image_batch
-from .types import CATEGORY, FEEDBACK, PLAN, TRACE
+from .types import CATEGORY, FEEDBACK, PLAN, TRACE, internal_node
 
 RESUME_TIP = "Internal: set by the CCA Loop's expansion; leave unconnected."
 MODE = "executor nodes"
@@ -90,7 +90,7 @@ class CCARoundEnd(io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
-            node_id="EditAgentsCCARoundEnd", display_name="CCA Round End (internal)", category=CATEGORY + "/internal",
+            node_id="EditAgentsCCARoundEnd", **internal_node(), display_name="CCA Round End (internal)", category=CATEGORY + "/internal",
             description="Made by the CCA Loop when its toolbox has graph tools: judges a round the Executor nodes "
                         "ran, keeps the best, and plans and expands the next round or finishes. Not meant to be "
                         "placed by hand.",

@@ -19,7 +19,7 @@ from ..tools.spec import ToolRegistry
 from .apply_tools import RESUME
 from .common import node_id, present, stream
 from .convert import arrays_to_image_batch
-from .types import CATEGORY, FEEDBACK, PLAN, TRACE
+from .types import CATEGORY, FEEDBACK, PLAN, TRACE, internal_node
 
 MODE = "executor nodes"
 
@@ -64,7 +64,7 @@ class ClosedLoopStep(io.ComfyNode):
     @classmethod
     def define_schema(cls):
         return io.Schema(
-            node_id="EditAgentsClosedLoopStep", display_name="Closed Loop Step (internal)", category=CATEGORY + "/internal",
+            node_id="EditAgentsClosedLoopStep", **internal_node(), display_name="Closed Loop Step (internal)", category=CATEGORY + "/internal",
             description="Made by the Closed Loop when its toolbox has graph tools: judges the attempt an Executor "
                         "node ran with the expert panel, then retries, moves on, or finishes. Not meant to be placed "
                         "by hand.",

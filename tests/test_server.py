@@ -39,6 +39,14 @@ def test_every_pack_node_is_registered_with_help(object_info):
             assert tip, f"{node_id} output {name} has no tooltip"
 
 
+def test_internal_nodes_are_kept_out_of_search_and_menus(object_info):
+    internal = {"EditAgentsCCARoundEnd", "EditAgentsClosedLoopStep"}
+    for node_id, info in object_info.items():
+        if node_id.startswith("EditAgents"):
+            hidden = bool(info.get("dev_only") or info.get("deprecated"))  # what the frontend filters on
+            assert hidden == (node_id in internal), node_id
+
+
 def test_workflows_are_listed_as_templates_with_thumbnails(comfy, comfy_server):
     import urllib.request
 
