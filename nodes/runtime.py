@@ -72,6 +72,12 @@ class ComfyDeviceManager:
             return torch.bfloat16
         return torch.float16 if mm.should_use_fp16(device) else torch.float32
 
+    def read_weights(self, path):
+        """A checkpoint's tensors through ComfyUI's own reader (safetensors or a weights-only torch.load)."""
+        import comfy.utils
+
+        return comfy.utils.load_torch_file(str(path), safe_load=True)
+
     def place(self, module):
         import comfy.model_management as mm
         import comfy.model_patcher

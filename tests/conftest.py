@@ -94,6 +94,14 @@ def llm(llm_server):
     return llm_server.reset()
 
 
+def save_as_safetensors(pth: Path, out: Path) -> None:
+    """The same weights in the format most model sites now offer."""
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({k: v.contiguous() for k, v in torch.load(pth, weights_only=True).items()}, str(out))
+
+
 LOCAL_FAMILIES = ("qwen2-vl", "qwen2.5-vl", "smolvlm", "text")
 
 
@@ -107,6 +115,7 @@ def model_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
     build_grounding_dino(root / "grounding-dino" / "tiny-grounding-dino")
     build_sam(root / "sams" / "tiny_sam.pth")
+    save_as_safetensors(root / "sams" / "tiny_sam.pth", root / "sams" / "tiny_sam.safetensors")
     build_instruct_pix2pix(root / "diffusers" / "tiny-instruct-pix2pix")
     build_sd_inpaint(root / "diffusers" / "tiny-sd-inpaint")
     build_sdxl_inpaint(root / "diffusers" / "tiny-sdxl-inpaint")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 import pytest
 
 from edit_agents.agents.records import ToolCall
@@ -47,6 +48,8 @@ def test_grounded_chain_blurs_the_background(runtime, photos):
 def test_segment_box_and_sam_architecture_from_weights(runtime, model_root, photos):
     sam = load_sam(model_root / "sams" / "tiny_sam.pth")
     assert sam.image_encoder.img_size == 256 and len(sam.image_encoder.blocks) == 2
+    same = load_sam(model_root / "sams" / "tiny_sam.safetensors")  # the format model sites now offer
+    assert all(torch.equal(a, b) for a, b in zip(sam.state_dict().values(), same.state_dict().values()))
     tools = default_registry(runtime)
     mask, _, _ = tools.call("segment_box", photos["coffee"], {"box": [0.2, 0.2, 0.8, 0.8]})
     assert mask.shape == photos["coffee"].shape[:2] + (1,)
@@ -58,6 +61,19 @@ def test_missing_model_names_the_folder_and_the_download(tmp_path, photos):
         tools.call("ground", photos["coffee"], {"text": "dog"})
     msg = str(err.value)
     assert str(tmp_path / "grounding-dino") in msg and "IDEA-Research/grounding-dino-tiny" in msg
+
+
+def test_grounding_dino_files_of_another_pack_are_named_not_ignored(tmp_path, photos):
+    folder = tmp_path / "grounding-dino"
+    folder.mkdir()
+    for name in ("groundingdino_swint_ogc.pth", "GroundingDINO_SwinT_OGC.cfg.py", "put_grounding_dino_here"):
+        (folder / name).write_bytes(b"")
+    tools = default_registry(ToolRuntime({"grounding-dino": [folder]}))
+    with pytest.raises(MissingModelError) as err:
+        tools.call("ground", photos["coffee"], {"text": "dog"})
+    msg = str(err.value)
+    assert "GroundingDINO_SwinT_OGC.cfg.py, groundingdino_swint_ogc.pth" in msg and "put_" not in msg
+    assert "transformers layout" in msg and "comfyui_segment_anything" in msg
     chosen = ToolRuntime({"sams": [tmp_path]}, choices={"sams": "sam_vit_h.pth"})
     with pytest.raises(MissingModelError, match="'sam_vit_h.pth' for sams was not found"):
         default_registry(chosen).call("segment_box", photos["coffee"], {})

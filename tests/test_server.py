@@ -168,6 +168,15 @@ def test_model_tools_run_in_comfyui_and_load_once(comfy, comfy_server, photos):
     assert out.shape == (300, 451, 3)
 
 
+def test_sam_safetensors_loads_through_comfyuis_reader(comfy, comfy_server, photos):
+    Image.fromarray((photos["coffee"][::2, ::2] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "cup.png")
+    chain = [{"tool": "segment_box", "params": {"box": [0.2, 0.2, 0.8, 0.8]}},
+             {"tool": "edit_region", "params": {"mask": "step:0", "effect": "desaturate", "amount": 1.0}}]
+    result = comfy.call("run", _apply_prompt("cup.png", chain, sam="tiny_sam.safetensors"))
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    assert any("tiny_sam.safetensors" in key for key in trace["summary"]["model_loads"])
+
+
 def test_apply_tools_rejects_bad_chains_clearly(comfy, comfy_server):
     Image.new("RGB", (40, 30), (90, 90, 90)).save(comfy_server.dirs()["input"] / "g.png")
     for chain, needle in (("not json", "the chain is not valid"),

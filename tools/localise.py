@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -61,14 +61,27 @@ def detect(runtime, img: np.ndarray, text: str, box_threshold: float, text_thres
 
 # -- segment-anything ------------------------------------------------------------------------
 
-def load_sam(path: Path) -> Any:
-    """Any segment-anything checkpoint (ViT-B/L/H or smaller), its architecture read from the weights."""
+def read_weights(path: Path) -> dict:
+    """A checkpoint's tensors, never unpickling code: .safetensors files through safetensors, others with
+    ``torch.load(weights_only=True)`` (what ComfyUI's ``comfy.utils.load_torch_file`` does for both)."""
+    import torch
+
+    if Path(path).suffix.lower() == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path), device="cpu")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_sam(path: Path, read: Callable[[Path], dict] = read_weights) -> Any:
+    """Any segment-anything checkpoint (ViT-B/L/H or smaller; .pth or .safetensors), its architecture read from
+    the weights. ``read`` is ComfyUI's own file reader inside ComfyUI."""
     import torch
 
     require("segment_anything")
     from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
 
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = read(path)
     if not isinstance(state, dict) or "image_encoder.pos_embed" not in state:
         raise ValueError(f"{path} is not a segment-anything checkpoint (no image_encoder.pos_embed)")
     embed = state["image_encoder.patch_embed.proj.weight"].shape[0]
@@ -104,7 +117,7 @@ def segment_boxes(runtime, img: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     require("segment_anything")
     from segment_anything import SamPredictor
 
-    sam = runtime.load("sams", load_sam)
+    sam = runtime.load("sams", lambda path: load_sam(path, getattr(runtime.manager, "read_weights", read_weights)))
     runtime.manager.place(sam)
     predictor = SamPredictor(sam)
     predictor.set_image(to_uint8(to_rgb(img)))

@@ -33,6 +33,7 @@ class ModelKind:
     what: str  # what a valid entry looks like
     example: str  # a known-good download
     suffixes: tuple[str, ...] = ()  # the model is a file with one of these suffixes; () means a folder
+    foreign: str = ""  # what other packs keep in the same folder that this one cannot load, and why
 
     def accepts(self, entry: Path) -> bool:
         """Whether a folder entry can be this kind of model (so ComfyUI's `put_..._here` placeholders and
@@ -44,7 +45,11 @@ class ModelKind:
 
 MODEL_KINDS: dict[str, ModelKind] = {
     "grounding-dino": ModelKind("grounding-dino", "a folder in transformers layout (config.json, model.safetensors, "
-                                "preprocessor and tokenizer files)", "IDEA-Research/grounding-dino-tiny"),
+                                "preprocessor and tokenizer files), e.g. models/grounding-dino/grounding-dino-tiny/",
+                                "IDEA-Research/grounding-dino-tiny",
+                                foreign="the original GroundingDINO release's .pth weights and .cfg.py config, which "
+                                        "other packs (e.g. comfyui_segment_anything) keep here, need that project's own "
+                                        "code; this pack loads the transformers conversion"),
     "sams": ModelKind("sams", "a segment-anything checkpoint (.pth)", "sam_vit_b_01ec64.pth from segment-anything",
                       (".pth", ".pt", ".safetensors")),
     "instruct-pix2pix": ModelKind("diffusers", "an InstructPix2Pix pipeline folder in diffusers layout (model_index.json, "
@@ -113,6 +118,16 @@ class ToolRuntime:
                 names += sorted(p.name for p in folder.iterdir() if MODEL_KINDS[kind].accepts(p))
         return names
 
+    def unusable(self, kind: str) -> list[str]:
+        """Entries of ``kind``'s folders that are not this kind of model (ComfyUI's placeholders aside): named in
+        the missing-model error, so a file another pack keeps there is explained rather than silently ignored."""
+        names: list[str] = []
+        for folder in self.folders(kind):
+            if folder.is_dir():
+                names += sorted(p.name for p in folder.iterdir() if not p.name.startswith((".", "put_"))
+                                and not MODEL_KINDS[kind].accepts(p))
+        return names
+
     def path(self, kind: str) -> Path:
         info = MODEL_KINDS[kind]
         folders = self.folders(kind)
@@ -123,7 +138,10 @@ class ToolRuntime:
                 return c
         where = ", ".join(str(f) for f in folders) or f"models/{info.folder}/ (no folder registered)"
         wanted = f"'{name}'" if name else "a model"
-        raise MissingModelError(f"{wanted} for {kind} was not found in {where}. Put {info.what} there, "
+        others = self.unusable(kind)
+        found = (f" Found there but not loadable: {', '.join(others[:4])}"
+                 f"{' (' + info.foreign + ')' if info.foreign else ''}." if others else "")
+        raise MissingModelError(f"{wanted} for {kind} was not found in {where}.{found} Put {info.what} there, "
                                 f"for example {info.example}.")
 
     def load(self, kind: str, loader: Callable[[Path], Any]) -> Any:
