@@ -4,6 +4,9 @@ The conversion reads the live server's /object_info, so widget values land on th
 inputs for whatever version of every node the server has. UI-only nodes are handled:
 Note/MarkdownNote are dropped, Reroute is followed, a Primitive node's value is inlined,
 muted nodes (mode 2) are dropped and bypassed nodes (mode 4) pass their input through.
+Subgraphs (``definitions.subgraphs``, nested ones included) are expanded first, as the frontend's
+Export (API) does: each inner node gets the id ``<instance id>:<inner id>`` and the links through the
+subgraph's input and output slots are joined up.
 """
 from __future__ import annotations
 
@@ -44,9 +47,82 @@ def _is_widget(spec: list) -> bool:
     return isinstance(kind, list) or kind in WIDGET_TYPES
 
 
+SUBGRAPH_INPUT, SUBGRAPH_OUTPUT = -10, -20  # the ids of a subgraph's input and output slots in its links
+
+
+def _link(raw: Any) -> tuple | None:
+    """A link as (id, origin id, origin slot, target id, target slot, type): saved as a list (workflow version
+    0.4) or as an object (version 1 and subgraph definitions)."""
+    if isinstance(raw, dict):
+        return (raw["id"], raw["origin_id"], raw["origin_slot"], raw["target_id"], raw["target_slot"], raw.get("type"))
+    return tuple(raw) if raw else None
+
+
+def flatten_subgraphs(ui: dict) -> dict:
+    """The workflow with every subgraph instance replaced by the nodes inside it (recursively), linked as the
+    instance was: what the frontend sends when it queues the workflow."""
+    definitions = {d["id"]: d for d in (ui.get("definitions") or {}).get("subgraphs", [])}
+    if not any(n.get("type") in definitions for n in ui.get("nodes", [])):
+        return ui
+    flat_nodes: list[dict] = []
+    flat_links: list[tuple] = []
+
+    class Scope:
+        def __init__(self, graph: dict, path: str, parent: "Scope | None", instance: dict | None):
+            self.path, self.parent, self.instance = path, parent, instance
+            self.nodes = {n["id"]: n for n in graph.get("nodes", [])}
+            self.links = {l[0]: l for l in map(_link, graph.get("links", [])) if l}
+
+        def gid(self, node_id: Any) -> str:
+            return f"{self.path}:{node_id}" if self.path else str(node_id)
+
+    def origin(scope: Scope, link_id: Any, depth: int = 0) -> tuple[str, int, Any] | None:
+        """The real node (global id), slot and type a link in ``scope`` carries, through subgraph boundaries."""
+        if depth > 200:
+            raise WorkflowError("link cycle through subgraphs")
+        link = scope.links.get(link_id)
+        if link is None:
+            return None
+        _, src, slot, _, _, kind = link
+        if src == SUBGRAPH_INPUT:  # from the instance's input slot: follow it in the parent graph
+            inputs = scope.instance.get("inputs") or []
+            outer = inputs[slot].get("link") if slot < len(inputs) else None
+            return origin(scope.parent, outer, depth + 1) if outer is not None else None
+        node = scope.nodes.get(src)
+        if node is not None and node.get("type") in definitions:  # from a nested instance's output
+            inner = Scope(definitions[node["type"]], scope.gid(src), scope, node)
+            feed = next((l for l in inner.links.values() if l[3] == SUBGRAPH_OUTPUT and l[4] == slot), None)
+            return origin(inner, feed[0], depth + 1) if feed is not None else None
+        return (scope.gid(src), slot, kind)
+
+    def expand(scope: Scope, muted: bool = False) -> None:
+        for node in scope.nodes.values():
+            if node.get("type") in definitions:
+                expand(Scope(definitions[node["type"]], scope.gid(node["id"]), scope, node),
+                       muted or node.get("mode") in (MUTED, BYPASSED))
+                continue
+            copy = {**node, "id": scope.gid(node["id"]), "inputs": []}
+            if muted:
+                copy["mode"] = MUTED
+            for inp in node.get("inputs") or []:
+                link = inp.get("link")
+                found = origin(scope, link) if link is not None else None
+                if found is None:
+                    copy["inputs"].append({**inp, "link": None})
+                    continue
+                flat_id = f"{copy['id']}/{inp['name']}"
+                flat_links.append((flat_id, found[0], found[1], copy["id"], 0, found[2] or inp.get("type")))
+                copy["inputs"].append({**inp, "link": flat_id})
+            flat_nodes.append(copy)
+
+    expand(Scope(ui, "", None, None))
+    return {**ui, "nodes": flat_nodes, "links": flat_links, "definitions": {}}
+
+
 def ui_to_api(ui: dict, object_info: dict) -> dict:
+    ui = flatten_subgraphs(ui)
     nodes = {n["id"]: n for n in ui["nodes"]}
-    links = {l[0]: l for l in ui.get("links", []) if l}
+    links = {l[0]: l for l in map(_link, ui.get("links", [])) if l}
 
     def source(link_id: int, depth: int = 0) -> tuple[str, Any] | None:
         if depth > 100:

@@ -12,10 +12,10 @@ from ..agents.trace import Trace
 from ..tools import ToolCallError, default_registry
 from .common import node_id, stream
 from .convert import arrays_to_image_batch, image_batch_to_arrays
-from .types import CATEGORY, TOOLBOX, TRACE
+from .types import CATEGORY, PREFIX, TOOLBOX, TRACE
 
 EXAMPLE = '[{"tool": "exposure", "params": {"stops": 0.5}}, {"tool": "contrast", "params": {"amount": 0.2}}]'
-RESUME = io.Custom("EDIT_AGENTS_RESUME")
+RESUME = io.Custom(PREFIX + "RESUME")
 
 
 class ApplyTools(io.ComfyNode):

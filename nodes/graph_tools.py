@@ -11,9 +11,9 @@ from typing import Any
 from comfy_api.latest import io
 
 from ..tools.spec import Param, ToolCallError, ToolSpec
-from .types import CATEGORY
+from .types import CATEGORY, PREFIX
 
-GRAPH_TOOL = io.Custom("GRAPH_TOOL")
+GRAPH_TOOL = io.Custom(PREFIX + "GRAPH_TOOL")
 INPUT_SLOTS = {"image": 0, "number_1": 1, "number_2": 2, "text": 3}  # Tool Input's outputs
 PARAM_TYPES = {"float": ("number_1", "number_2"), "int": ("number_1", "number_2"), "string": ("text",)}
 EXAMPLE = '{"sigma": {"from": "number_1", "type": "float", "min": 0.1, "max": 10, "default": 2, "description": "blur strength"}}'

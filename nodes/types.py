@@ -1,12 +1,18 @@
-"""Custom socket types of the pack."""
+"""Custom socket types of the pack.
+
+Prefixed, so they cannot meet another pack's BRAIN or PLAN: the canvas would let the two connect and the
+nodes would receive objects they do not know. Workflows saved with the old unprefixed names still load and
+run: links are kept by slot, and the slots' types come from these definitions.
+"""
 from comfy_api.latest import io
 
-BRAIN = io.Custom("BRAIN")
-TOOLBOX = io.Custom("TOOLBOX")
-PLAN = io.Custom("PLAN")
-FEEDBACK = io.Custom("FEEDBACK")
-TRACE = io.Custom("TRACE")
-REWARD = io.Custom("REWARD")
+PREFIX = "EDIT_AGENTS_"
+BRAIN = io.Custom(PREFIX + "BRAIN")
+TOOLBOX = io.Custom(PREFIX + "TOOLBOX")
+PLAN = io.Custom(PREFIX + "PLAN")
+FEEDBACK = io.Custom(PREFIX + "FEEDBACK")
+TRACE = io.Custom(PREFIX + "TRACE")
+REWARD = io.Custom(PREFIX + "REWARD")
 
 CATEGORY = "Edit Agents"
 

@@ -317,3 +317,33 @@ def test_trace_panel_shows_tokens_and_cost_of_a_vlm_run(page, comfy_server, phot
     assert "tokens" in body and "contrast(amount=0.25" in body  # the proposals as tool calls
     page.screenshot(path=str(artifacts / "trace_panel_vlm.png"))
     page.locator("[data-filter=role]").select_option("")
+
+
+def test_cli_converts_subgraphs_as_the_frontend_exports_them(page, comfy_server, object_info, comfy, photos, artifacts):
+    """A workflow with a subgraph nested in another, made and saved by the real frontend: the CLI's conversion
+    gives the same API prompt as the frontend's own Export (API), and that prompt runs."""
+    import json
+
+    from edit_agents.cli.workflow import ui_to_api
+
+    load_with_photo(page, comfy_server, "cca.json", photos["chelsea"][::4, ::4], "sub.png")
+    made = page.evaluate("""async () => {
+        const g = window.app.graph;
+        const inner = g.convertToSubgraph(new Set([2, 3, 4].map((id) => g.getNodeById(id))));  // toolbox, 2 brains
+        g.convertToSubgraph(new Set([inner.node, g.getNodeById(5), g.getNodeById(6)]));  // it, a brain, the loop
+        const { output } = await window.app.graphToPrompt();
+        return { saved: g.serialize(), exported: output };
+    }""")
+    saved, exported = made["saved"], made["exported"]
+    (artifacts / "subgraph_workflow.json").write_text(json.dumps(saved, indent=1))
+    assert len(saved["definitions"]["subgraphs"]) == 2
+    inside = {"EditAgentsToolbox", "EditAgentsBrain", "EditAgentsCCALoop"}
+    assert not any(n["type"] in inside for n in saved["nodes"])  # all inside the subgraphs now
+    ours = ui_to_api(saved, object_info)
+    strip = lambda p: {k: {"class_type": v["class_type"], "inputs": v["inputs"]} for k, v in p.items()}  # noqa: E731
+    assert strip(ours) == strip(exported)
+    assert any(":" in k and k.count(":") == 2 for k in ours)  # a node two subgraphs deep
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:  # off Playwright's event loop
+        assert pool.submit(comfy.call, "run", ours).result().outputs

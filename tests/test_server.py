@@ -278,3 +278,13 @@ def test_photoagent_workflow_with_a_vlm_perceiver_on_the_scripted_endpoint(comfy
     assert {p["tool"] for p in planners[0]["outputs"]["proposals"]} == {"contrast", "vibrance"}
     report = next(s for s in trace["steps"] if s["role"] == "reward")["outputs"]["reward"]
     assert "aesthetic" in report["components"]  # the tiny CLIP and head in the test model folders were found
+
+
+@pytest.mark.parametrize("name", ["cca.json", "photoagent_offline.json", "graph_tool.json"])
+def test_workflows_saved_before_the_socket_types_were_prefixed_still_run(name, comfy, object_info, comfy_server):
+    old = load_json(WORKFLOWS.parent / "tests" / "data" / "workflows_v0" / name)
+    assert any(link[5] in ("BRAIN", "TOOLBOX", "REWARD") for link in old["links"])  # the old names
+    prompt = ui_to_api(old, object_info)
+    Image.new("RGB", (48, 36), (90, 70, 50)).save(comfy_server.dirs()["input"] / "old.png")
+    set_image(prompt, "old.png")
+    assert comfy.call("run", prompt).outputs
