@@ -17,8 +17,10 @@ from edit_agents.tools import default_registry
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 HELP_DIR = ROOT / "web" / "docs"
+LOCALE = ROOT / "locales" / "en" / "nodeDefs.json"  # the English base other languages translate
 WORKFLOWS = ROOT / "workflows"
 FIRST_AVAILABLE = "(first available)"  # a model-file combo: its choices depend on the user's folders
+NO_LOCAL_MODEL, LLM_FOLDER = "(none)", "LLM"  # the Brain's local_model combo: the models in models/LLM/
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -92,6 +94,9 @@ def describe_value(spec: list) -> str:
         choices = kind if isinstance(kind, list) else opts.get("options", [])
         if choices and choices[0] == FIRST_AVAILABLE:
             return f"a model from its folder (see *Where model files go* in the README); default `{FIRST_AVAILABLE}`"
+        if choices and choices[0] == NO_LOCAL_MODEL:
+            return (f"a model folder in `models/{LLM_FOLDER}/` (see *The local brain* in the README); "
+                    f"default `{NO_LOCAL_MODEL}`")
         return f"one of {', '.join(f'`{c}`' for c in choices)}; default `{opts.get('default', choices[0] if choices else '')}`"
     if kind in ("INT", "FLOAT"):
         lo, hi = opts.get("min"), opts.get("max")
@@ -170,8 +175,31 @@ def live_object_info() -> dict:
         return json.load(urllib.request.urlopen(server.url + "/object_info"))
 
 
+def node_locale(object_info: dict) -> dict:
+    """The English base of the nodes' translations (locales/en/nodeDefs.json), in the frontend's own layout:
+    per node its display name and description, each input's name and tooltip, each output's."""
+    out = {}
+    for info in our_nodes(object_info):
+        inputs = {}
+        for name, spec, _ in inputs_of(info):
+            tip = spec[1].get("tooltip", "") if len(spec) > 1 and isinstance(spec[1], dict) else ""
+            inputs[name] = {"name": name, **({"tooltip": tip} if tip else {})}
+        tips = info.get("output_tooltips") or []
+        outputs = {str(i): {"name": n, **({"tooltip": tips[i]} if i < len(tips) and tips[i] else {})}
+                   for i, n in enumerate(info["output_name"])}
+        out[info["name"]] = {"display_name": info["display_name"], "description": info["description"],
+                             **({"inputs": inputs} if inputs else {}), **({"outputs": outputs} if outputs else {})}
+    return out
+
+
+def locale_text(object_info: dict) -> str:
+    return json.dumps(node_locale(object_info), indent=2, ensure_ascii=False) + "\n"
+
+
 def main() -> int:
     info = live_object_info()
+    LOCALE.parent.mkdir(parents=True, exist_ok=True)
+    LOCALE.write_text(locale_text(info))
     README.write_text(render_readme(README.read_text(), info))
     HELP_DIR.mkdir(parents=True, exist_ok=True)
     pages = help_pages(info)
@@ -180,7 +208,8 @@ def main() -> int:
     for name, text in pages.items():
         (HELP_DIR / name).write_text(text)
     print(f"wrote the README's tool ({len(default_registry())}), provider ({len(PROVIDERS)}) and node "
-          f"({len(pages)}) tables and {len(pages)} help pages in {HELP_DIR.relative_to(ROOT)}/")
+          f"({len(pages)}) tables, {len(pages)} help pages in {HELP_DIR.relative_to(ROOT)}/ and "
+          f"{LOCALE.relative_to(ROOT)}")
     return 0
 
 

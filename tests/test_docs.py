@@ -42,6 +42,15 @@ def test_the_node_reference_and_help_pages_are_generated_from_the_node_schemas(o
                                            for k in ours if not object_info[k]["category"].endswith("/internal"))
 
 
+def test_the_english_locale_is_generated_from_the_node_schemas_and_served(object_info, comfy):
+    gen = gen_docs()
+    assert gen.LOCALE.read_text() == gen.locale_text(object_info), f"locales/en/nodeDefs.json is {STALE}"
+    served = comfy.get("/i18n")["en"]["nodeDefs"]  # what the frontend loads for every custom node's locales/
+    brain = served["EditAgentsBrain"]
+    assert brain["display_name"] == "Brain" and "environment variable" in brain["inputs"]["api_key_env"]["tooltip"]
+    assert set(gen.node_locale(object_info)) <= set(served)
+
+
 def test_a_stale_readme_is_detected():
     gen = gen_docs()
     edited = README.replace("Brighten or darken the whole photo in photographic stops.", "Brightens things.")
