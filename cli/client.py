@@ -136,6 +136,12 @@ class ComfyClient:
         history = await self.get_json(f"/history/{prompt_id}")
         return Result(prompt_id, history.get(prompt_id, {}).get("outputs", {}), events)
 
+    async def forget(self, prompt_id: str) -> None:
+        """Delete a finished prompt from the server's /history. ComfyUI keeps up to 10,000 there, each with its
+        outputs (a traced prompt: about 300 KB), so a long batch would otherwise grow the server by gigabytes."""
+        async with self.session.post(self.base_url + "/history", json={"delete": [prompt_id]}) as r:
+            r.raise_for_status()
+
     async def download(self, file_info: dict, dest: Path) -> Path:
         params = {k: file_info.get(k, "") for k in ("filename", "subfolder", "type")}
         async with self.session.get(self.base_url + "/view", params=params) as r:

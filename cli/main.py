@@ -1,7 +1,8 @@
 """`edit-agents`: run the pack's workflows through ComfyUI's API from a terminal.
 
   edit-agents run WORKFLOW --image PATH --out DIR [--instruction TEXT] [--set NODE.INPUT=VALUE ...] [--server URL]
-  edit-agents batch WORKFLOW --images DIR --out DIR [same options]   (re-running skips the photos done before)
+  edit-agents batch WORKFLOW --images DIR --out DIR [same options]   (re-running skips the photos done before;
+        --server URL more than once spreads the photos over several ComfyUI servers, e.g. one per GPU)
   edit-agents convert WORKFLOW --out FILE [--image NAME] [--instruction TEXT] [--set ...] [--server URL]
 
 Without --server a local ComfyUI (the one `make setup` prepared, or COMFYUI_DIR) is
@@ -37,7 +38,8 @@ class Outcome:
     error: str = ""
     seconds: float = 0.0
     skipped: bool = False  # done by an earlier run of the same batch
-    server_lost: bool = False  # the server stopped answering: the rest of the batch is not tried
+    server_lost: bool = False  # the server stopped answering: the photo is tried on another one
+    server: str = ""  # the server that ran it
 
 
 MANIFEST = "batch.json"  # in --out: each photo's status, so a re-run skips the ones that finished
@@ -67,7 +69,8 @@ class Manifest:
     def record(self, o: Outcome) -> None:
         """Save how a photo that ran came out."""
         self.data["photos"][o.source.name] = {"status": "ok" if o.ok else "failed", "seconds": round(o.seconds, 2),
-                                              "files": [f.name for f in o.files], **({"error": o.error} if o.error else {})}
+                                              "server": o.server, "files": [f.name for f in o.files],
+                                              **({"error": o.error} if o.error else {})}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1))
@@ -110,7 +113,7 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
                   progress_label: str = "") -> Outcome:
     start = time.monotonic()
     stem = image.stem if image else "result"
-    outcome = Outcome(image or Path(args.workflow), ok=False)
+    outcome = Outcome(image or Path(args.workflow), ok=False, server=client.base_url)
     prompt = json.loads(json.dumps(template))
     try:
         if image is not None:
@@ -136,6 +139,8 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
                 outcome.files.append(dest)
                 outcome.summary = trace.get("summary", {})
         outcome.ok = True
+        if not getattr(args, "keep_history", True):
+            await client.forget(result.prompt_id)  # the outputs are on disk now
     except PromptRejected as err:
         outcome.error = err.readable()
     except ExecutionFailed as err:
@@ -181,22 +186,22 @@ def convert(prompt: dict, args) -> int:
 async def main_async(args) -> int:
     data = load_workflow(Path(args.workflow))
     async with contextlib.AsyncExitStack() as stack:
-        url = args.server
-        if not url:
+        urls = list(args.server or [])
+        if not urls:
             server = LocalServer(cpu=True if args.cpu else None)  # the GPU when there is one
             print(f"starting ComfyUI from {server.comfyui_dir} on {server.url} ...", file=sys.stderr)
             await asyncio.to_thread(server.start)
             print(f"ComfyUI runs on the {'CPU' if server.cpu else 'GPU'}", file=sys.stderr)
             stack.callback(server.stop)
-            url = server.url
+            urls = [server.url]
         session = await stack.enter_async_context(aiohttp.ClientSession())
-        client = ComfyClient(url, session, timeout=args.timeout)
-        template = await to_api(data, client)
+        clients = [ComfyClient(url, session, timeout=args.timeout) for url in urls]
+        template = await to_api(data, clients[0])
         if args.command == "convert":
             return convert(template, args)
         out_dir = Path(args.out)
         if args.command == "run":
-            o = await run_one(client, template, Path(args.image) if args.image else None, out_dir, args)
+            o = await run_one(clients[0], template, Path(args.image) if args.image else None, out_dir, args)
             if not o.ok:
                 print(f"error: {o.error}", file=sys.stderr)
                 return 1
@@ -204,40 +209,77 @@ async def main_async(args) -> int:
                 print(f)
             print(f"done in {o.seconds:.1f} s: {describe(o)}")
             return 0
-        images = sorted(p for p in Path(args.images).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        if not images:
-            print(f"error: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in {args.images}", file=sys.stderr)
-            return 2
-        outcomes = []
-        manifest = Manifest(out_dir, str(args.workflow))
-        lost = ""
-        for i, image in enumerate(images):
-            earlier = manifest.done(image)
-            if lost:
-                o = Outcome(image, ok=False, error=f"not run: {lost}")
-            elif earlier is not None:
-                o = Outcome(image, ok=True, files=earlier, skipped=True)
-            else:
-                o = await run_one(client, template, image, out_dir, args,
-                                  progress_label=f"[{i + 1}/{len(images)}] {image.stem}")
-                manifest.record(o)
-                if o.server_lost:
-                    lost = f"the server at {url} stopped answering during {image.name}"
-            outcomes.append(o)
-            state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
-                                                                         "FAILED: " + o.error.splitlines()[0])
-            print(f"[{i + 1}/{len(images)}] {image.name}: {state}", file=sys.stderr)
-        width = max(len(o.source.name) for o in outcomes)
-        print(f"{'image':<{width}}  status  seconds  result")
-        for o in outcomes:
-            status = "done" if o.skipped else ("ok" if o.ok else "FAILED")
-            print(f"{o.source.name:<{width}}  {status:<6}  {o.seconds:7.1f}  "
-                  + ("done in an earlier run" if o.skipped else describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
-        failed = sum(not o.ok for o in outcomes)
-        skipped = sum(o.skipped for o in outcomes)
-        print(f"{len(outcomes) - failed} ok ({skipped} done in an earlier run), {failed} failed"
-              + (f"; {lost}: run the same command again to finish the rest" if lost else ""))
-        return 1 if failed else 0
+        return await batch(clients, template, out_dir, args)
+
+
+async def batch(clients: list[ComfyClient], template: dict, out_dir: Path, args) -> int:
+    """Every photo in --images, spread over the servers: each takes the next photo when it is free; a photo
+    whose server stops answering goes back in the queue for the others (that server takes no more)."""
+    images = sorted(p for p in Path(args.images).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not images:
+        print(f"error: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in {args.images}", file=sys.stderr)
+        return 2
+    manifest = Manifest(out_dir, str(args.workflow))
+    index = {image: i for i, image in enumerate(images)}
+    outcomes: dict[Path, Outcome] = {}
+    queue: asyncio.Queue[Path] = asyncio.Queue()
+    lost: list[str] = []
+
+    def report(o: Outcome) -> None:
+        outcomes[o.source] = o
+        state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
+                                                                     "FAILED: " + o.error.splitlines()[0])
+        where = f" ({o.server})" if len(clients) > 1 and o.server and not o.skipped else ""
+        print(f"[{index[o.source] + 1}/{len(images)}] {o.source.name}{where}: {state}", file=sys.stderr)
+
+    for image in images:
+        earlier = manifest.done(image)
+        if earlier is not None:
+            report(Outcome(image, ok=True, files=earlier, skipped=True))
+        else:
+            queue.put_nowait(image)
+
+    async def worker(client: ComfyClient) -> None:
+        while True:
+            try:
+                image = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            o = await run_one(client, template, image, out_dir, args,
+                              progress_label=f"[{index[image] + 1}/{len(images)}] {image.stem}")
+            if o.server_lost:
+                lost.append(f"the server at {client.base_url} stopped answering during {image.name}")
+                print(f"{lost[-1]}; it takes no more photos", file=sys.stderr)
+                queue.put_nowait(image)  # another server may still take it
+                return
+            manifest.record(o)
+            report(o)
+
+    await asyncio.gather(*(worker(c) for c in clients))
+    while not queue.empty():  # every server was lost
+        image = queue.get_nowait()
+        report(Outcome(image, ok=False, error="not run: " + "; ".join(lost)))
+    ordered = [outcomes[image] for image in images]
+    width = max(len(o.source.name) for o in ordered)
+    print(f"{'image':<{width}}  status  seconds  result")
+    for o in ordered:
+        status = "done" if o.skipped else ("ok" if o.ok else "FAILED")
+        print(f"{o.source.name:<{width}}  {status:<6}  {o.seconds:7.1f}  "
+              + ("done in an earlier run" if o.skipped else describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
+    if len(clients) > 1:
+        print("server                          photos  busy s  photos/min")
+        for c in clients:
+            ran = [o for o in ordered if o.server == c.base_url and not o.skipped and o.ok]
+            busy = sum(o.seconds for o in ran)
+            rate = len(ran) / busy * 60 if busy else 0.0
+            print(f"{c.base_url:<30}  {len(ran):6d}  {busy:6.1f}  {rate:10.1f}"
+                  + ("  (lost)" if any(c.base_url in why for why in lost) else ""))
+    failed = sum(not o.ok for o in ordered)
+    skipped = sum(o.skipped for o in ordered)
+    unfinished = any(o.error.startswith("not run") for o in ordered)
+    print(f"{len(ordered) - failed} ok ({skipped} done in an earlier run), {failed} failed"
+          + (f"; {lost[0]}: run the same command again to finish the rest" if unfinished else ""))
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -258,11 +300,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--instruction", help="text for the workflow's instruction input")
         p.add_argument("--set", action="append", metavar="NODE.INPUT=VALUE",
                        help="set an input by node title or id, e.g. --set 'PhotoAgent (enhance).max_steps=3' (repeatable)")
-        p.add_argument("--server", help="URL of a running ComfyUI (default: start a local one)")
+        p.add_argument("--server", action="append", metavar="URL",
+                       help="URL of a running ComfyUI (default: start a local one); batch: repeat it to spread the "
+                            "photos over several servers")
         p.add_argument("--cpu", action="store_true",
                        help="start the local ComfyUI with --cpu even when a GPU is there (default: the GPU if any)")
         p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for a websocket message")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == "batch":
+            p.add_argument("--keep-history", action="store_true",
+                           help="leave each prompt in the server's /history (by default it is deleted once its "
+                                "outputs are saved, so a long batch keeps the server's memory flat)")
     return parser
 
 

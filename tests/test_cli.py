@@ -172,3 +172,47 @@ def test_batch_survives_a_server_restart_and_resumes(photos, tmp_path):
     for name in names:
         assert (out / f"{name}.trace.json").exists() and list(out.glob(f"{name}_*.png"))
     assert {n: final[n]["seconds"] for n in finished} == {n: first[n]["seconds"] for n in finished}  # not re-run
+
+
+def test_batch_spreads_photos_over_two_servers_and_retries_a_lost_one_elsewhere(photos, tmp_path):
+    """Two real servers; one stops in the middle of the batch. Each server takes the next photo when it is free,
+    the photo the stopped one was running is done by the other, batch.json says which server did what, the
+    summary gives each server's throughput, and each prompt is deleted from /history once saved."""
+    import time
+    import urllib.request
+
+    from edit_agents.cli.server import LocalServer
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("astronaut", "chelsea", "coffee", "rocket"):
+        save(photos[name][::2, ::2], folder / f"{name}.png")
+        if name in ("chelsea", "coffee"):
+            save(photos[name][::2, ::-2], folder / f"{name}_mirrored.png")
+    out = tmp_path / "out"
+    steady, doomed = LocalServer(base_dir=tmp_path / "a").start(), LocalServer(base_dir=tmp_path / "b").start()
+    try:
+        args = ("batch", OFFLINE, "--images", str(folder), "--out", str(out), "--server", steady.url,
+                "--server", doomed.url, "--quiet", "--set", "MCTS Planner (PhotoAgent).simulations=60",
+                "--set", "MCTS Planner (PhotoAgent).max_steps=2")
+        batch = subprocess.Popen([CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        manifest = out / "batch.json"
+        deadline = time.monotonic() + 240
+        while not (manifest.exists() and any(e["server"] == doomed.url
+                                             for e in json.loads(manifest.read_text())["photos"].values())):
+            assert time.monotonic() < deadline and batch.poll() is None, "the second server never finished a photo"
+            time.sleep(0.1)
+        doomed.stop()  # it goes away while it runs its next photo
+        stdout, stderr = batch.communicate(timeout=300)
+        assert batch.returncode == 0, stdout + stderr
+        done = json.loads(manifest.read_text())["photos"]
+        assert len(done) == 6 and all(e["status"] == "ok" for e in done.values())
+        by_server = {url: sorted(n for n, e in done.items() if e["server"] == url) for url in (steady.url, doomed.url)}
+        assert by_server[steady.url] and by_server[doomed.url]  # both took photos
+        assert f"the server at {doomed.url} stopped answering" in stderr
+        assert "photos/min" in stdout and "(lost)" in stdout and "6 ok (0 done in an earlier run), 0 failed" in stdout
+        with urllib.request.urlopen(steady.url + "/history") as r:
+            assert json.load(r) == {}  # each prompt was deleted once its outputs were saved
+    finally:
+        steady.stop()
+        doomed.stop()
