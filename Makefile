@@ -13,7 +13,7 @@ demo: setup
 
 # The whole suite: unit, real-server integration, CLI and browser tests.
 test: setup
-	@$(PY) -m pytest --cov=edit_agents --cov-report=term:skip-covered $(PYTEST_ARGS)
+	@$(PY) -m pytest --cov=$(CURDIR) --cov-report=term:skip-covered $(PYTEST_ARGS)
 
 # Unit tests only (no ComfyUI server, no browser).
 test-fast: setup
