@@ -92,11 +92,7 @@ def _model_type(path: Path) -> str:
 
 def preferred_dtype(device: Any) -> Any:
     """bf16 on a GPU that has it, else fp16 on a GPU; fp32 on the CPU (half precision is slow there)."""
-    import torch
-
-    if getattr(device, "type", str(device)) == "cpu":
-        return torch.float32
-    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float16
+    return LocalDevice().dtype(device)
 
 
 class LocalModel:

@@ -78,7 +78,8 @@ class ComfyDeviceManager:
 
         return comfy.utils.load_torch_file(str(path), safe_load=True)
 
-    def place(self, module):
+    def patcher(self, module):
+        """The ModelPatcher of ``module``, made once."""
         import comfy.model_management as mm
         import comfy.model_patcher
 
@@ -93,8 +94,18 @@ class ComfyDeviceManager:
             patcher = comfy.model_patcher.ModelPatcher(holder, load_device=mm.get_torch_device(),
                                                        offload_device=mm.unet_offload_device())
             self._patchers[id(module)] = patcher
-        mm.load_models_gpu([patcher])
-        return patcher.load_device
+        return patcher
+
+    def place(self, module):
+        return self.place_all([module])
+
+    def place_all(self, modules):
+        """One load_models_gpu call for all of them: ComfyUI frees room for the whole set at once."""
+        import comfy.model_management as mm
+
+        patchers = [self.patcher(m) for m in modules]
+        mm.load_models_gpu(patchers)
+        return patchers[0].load_device if patchers else mm.get_torch_device()
 
 
 def comfy_runtime(choices: dict[str, str], brain=None, extras: dict | None = None) -> ToolRuntime:

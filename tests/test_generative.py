@@ -63,3 +63,32 @@ def test_concurrent_calls_share_one_pipeline_safely(runtime, photos):
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(call, [1, 2, 1, 2]))
     assert all(np.allclose(t, alone[i % 2], atol=1e-5) for i, t in enumerate(together))
+
+
+def test_pipeline_parts_are_placed_in_one_call_in_the_runtimes_dtype(model_root):
+    """Inside ComfyUI all of a pipeline's parts go to load_models_gpu together, in ComfyUI's dtype for the device
+    (fp16 or bf16 on a GPU): a manager that prefers fp16, as ComfyUI does on most GPUs, gets an fp16 pipeline."""
+    import torch
+
+    from edit_agents.tools import generative
+    from edit_agents.tools.models import LocalDevice
+
+    class PrefersHalf(LocalDevice):
+        def __init__(self):
+            self.calls: list[int] = []
+
+        def dtype(self, device):
+            return torch.float16
+
+        def place_all(self, modules):
+            self.calls.append(len(modules))
+            return super().place_all(modules)
+
+    runtime = ToolRuntime({"diffusers": [model_root / "diffusers"]}, choices={"instruct-pix2pix": "tiny-instruct-pix2pix"},
+                          manager=PrefersHalf())
+    pipe = generative._pipeline(runtime, "instruct-pix2pix")
+    assert pipe.unet.dtype == torch.float16 and pipe.vae.dtype == torch.float16 and pipe.text_encoder.dtype == torch.float16
+    generative._place(runtime, pipe)
+    parts = [c for c in pipe.components.values() if isinstance(c, torch.nn.Module)]
+    assert runtime.manager.calls == [len(parts)] and len(parts) >= 3  # unet, vae, text encoder: one call
+    assert ToolRuntime().dtype() == torch.float32  # on this CPU, without ComfyUI

@@ -16,23 +16,27 @@ from .imageops import join_alpha, paste_masked, split_alpha, to_rgb, to_uint8
 from .spec import Param, ToolOutput, ToolSpec
 
 
-def load_pipeline(path: Path) -> Any:
+def load_pipeline(path: Path, dtype: Any = None) -> Any:
+    """A diffusers pipeline folder, in ``dtype`` (the runtime's choice: fp16/bf16 on a GPU, fp32 on the CPU)."""
     diffusers = require("diffusers")
     if not (path / "model_index.json").exists():
         raise ValueError(f"{path} is not a diffusers pipeline folder (no model_index.json)")
-    pipe = diffusers.DiffusionPipeline.from_pretrained(path, local_files_only=True, low_cpu_mem_usage=False)
+    pipe = diffusers.DiffusionPipeline.from_pretrained(path, local_files_only=True, low_cpu_mem_usage=False,
+                                                       **({"torch_dtype": dtype} if dtype is not None else {}))
     pipe.set_progress_bar_config(disable=True)
     return pipe
 
 
+def _pipeline(runtime, kind: str) -> Any:
+    return runtime.load(kind, lambda path: load_pipeline(path, runtime.dtype()))
+
+
 def _place(runtime, pipe) -> Any:
+    """Every torch component of the pipeline onto the device in one call, so that under memory pressure the
+    model manager frees room for all of them at once instead of one component evicting another."""
     import torch
 
-    device = None
-    for component in pipe.components.values():
-        if isinstance(component, torch.nn.Module):
-            device = runtime.manager.place(component)
-    return device
+    return runtime.manager.place_all([c for c in pipe.components.values() if isinstance(c, torch.nn.Module)])
 
 
 def _generator(seed: int, device) -> Any:
@@ -72,7 +76,7 @@ def _size_multiple(img: np.ndarray, side: int) -> tuple[int, int]:
 
 
 def instruct_pix2pix(img, prompt="", text_guidance=7.5, image_guidance=1.5, steps=20, seed=0, work_side=0, runtime=None):
-    pipe = runtime.load("instruct-pix2pix", load_pipeline)
+    pipe = _pipeline(runtime, "instruct-pix2pix")
     device = _place(runtime, pipe)
     color, alpha = split_alpha(img)
     w, h = _size_multiple(color, work_side or _native_side(pipe))
@@ -89,7 +93,7 @@ def inpaint(img, prompt="", mask=None, negative_prompt="", strength=0.99, guidan
 
     if mask is None:
         raise ValueError("inpaint needs a mask: pass mask='step:N' from ground, segment_box or box_mask")
-    pipe = runtime.load("inpaint", load_pipeline)
+    pipe = _pipeline(runtime, "inpaint")
     device = _place(runtime, pipe)
     color, alpha = split_alpha(img)
     m = mask[:, :, 0] if mask.ndim == 3 else mask

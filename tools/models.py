@@ -72,6 +72,9 @@ class DeviceManager(Protocol):
     def place(self, module: Any) -> Any:
         """Make ``module`` ready to run and return the torch device it runs on."""
 
+    def place_all(self, modules: list[Any]) -> Any:
+        """Make all of ``modules`` ready to run together (one model's parts) and return their device."""
+
 
 class LocalDevice:
     """Outside ComfyUI: CUDA when present, else the CPU (fp32)."""
@@ -81,9 +84,23 @@ class LocalDevice:
 
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
+    def dtype(self, device: Any) -> Any:
+        """fp32 on the CPU (half precision is slow there); on a GPU bf16 where it runs, else fp16."""
+        import torch
+
+        if getattr(device, "type", str(device)) == "cpu":
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float16
+
     def place(self, module: Any) -> Any:
         device = self.device()
         module.to(device)
+        return device
+
+    def place_all(self, modules: list[Any]) -> Any:
+        device = self.device()
+        for module in modules:
+            module.to(device)
         return device
 
 
@@ -100,6 +117,12 @@ class ToolRuntime:
         self._models: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._in_use: dict[str, threading.Lock] = {}
+
+    def dtype(self) -> Any:
+        """The dtype models load in: the device manager's choice for its device."""
+        manager = self.manager
+        device = manager.device() if hasattr(manager, "device") else LocalDevice().device()
+        return (manager if hasattr(manager, "dtype") else LocalDevice()).dtype(device)
 
     def exclusive(self, kind: str) -> threading.Lock:
         """A lock to hold while running the ``kind`` model: a diffusers pipeline keeps its scheduler's step in
