@@ -239,18 +239,29 @@ async def batch(clients: list[ComfyClient], template: dict, out_dir: Path, args)
         else:
             queue.put_nowait(image)
 
+    running = 0  # photos on a server now: one of them may come back if its server dies
+    changed = asyncio.Condition()
+
     async def worker(client: ComfyClient) -> None:
+        nonlocal running
         while True:
-            try:
+            async with changed:
+                while queue.empty() and running:  # wait: a photo in flight elsewhere may be handed back
+                    await changed.wait()
+                if queue.empty():
+                    return
                 image = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+                running += 1
             o = await run_one(client, template, image, out_dir, args,
                               progress_label=f"[{index[image] + 1}/{len(images)}] {image.stem}")
+            async with changed:
+                running -= 1
+                if o.server_lost:
+                    queue.put_nowait(image)  # another server may still take it
+                changed.notify_all()
             if o.server_lost:
                 lost.append(f"the server at {client.base_url} stopped answering during {image.name}")
                 print(f"{lost[-1]}; it takes no more photos", file=sys.stderr)
-                queue.put_nowait(image)  # another server may still take it
                 return
             manifest.record(o)
             report(o)

@@ -185,10 +185,10 @@ def test_batch_spreads_photos_over_two_servers_and_retries_a_lost_one_elsewhere(
 
     folder = tmp_path / "in"
     folder.mkdir()
-    for name in ("astronaut", "chelsea", "coffee", "rocket"):
-        save(photos[name][::2, ::2], folder / f"{name}.png")
+    for name in ("astronaut", "chelsea", "coffee", "rocket"):  # dimmed, so every photo takes a search
+        save(photos[name][::2, ::2] * 0.45, folder / f"{name}.png")
         if name in ("chelsea", "coffee"):
-            save(photos[name][::2, ::-2], folder / f"{name}_mirrored.png")
+            save(photos[name][::2, ::-2] * 0.45, folder / f"{name}_mirrored.png")
     out = tmp_path / "out"
     steady, doomed = LocalServer(base_dir=tmp_path / "a").start(), LocalServer(base_dir=tmp_path / "b").start()
     try:
