@@ -3,6 +3,7 @@ through ComfyUI's own nodes and sampler, so any checkpoint the user has becomes 
 They live in nodes/ because they call ComfyUI; the Toolbox adds them when MODEL, CLIP and VAE are connected."""
 from __future__ import annotations
 
+import comfy.samplers
 import numpy as np
 import torch
 
@@ -10,8 +11,9 @@ from ..tools.generative import GEN, SEED
 from ..tools.imageops import join_alpha, paste_masked, split_alpha, to_rgb
 from ..tools.spec import Param, ToolOutput, ToolSpec
 
-SAMPLERS = ("euler", "euler_ancestral", "dpmpp_2m", "dpmpp_sde", "ddim", "uni_pc")
-SCHEDULERS = ("normal", "karras", "exponential", "simple", "sgm_uniform")
+# what this ComfyUI's KSampler offers, custom samplers from other packs included
+SAMPLERS = tuple(comfy.samplers.KSampler.SAMPLERS)
+SCHEDULERS = tuple(comfy.samplers.KSampler.SCHEDULERS)
 
 
 def _models(runtime):

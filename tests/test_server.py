@@ -203,7 +203,9 @@ def test_native_tools_run_on_the_users_checkpoint_and_load_it_once(comfy, comfy_
     chain = [{"tool": "comfy_img2img", "params": {"prompt": "a cup", "steps": 2, "denoise": 0.6}},
              {"tool": "box_mask", "params": {"box": [0.3, 0.3, 0.7, 0.7]}},
              {"tool": "comfy_inpaint", "params": {"prompt": "a spoon", "mask": "step:1", "steps": 2}, "source": "step:0"},
-             {"tool": "comfy_img2img", "params": {"prompt": "a mug", "steps": 2, "denoise": 0.3}, "source": "step:2"}]
+             {"tool": "comfy_img2img", "params": {"prompt": "a mug", "steps": 2, "denoise": 0.3,
+                                                  # from ComfyUI's own lists, not in the pack's old hand-kept one
+                                                  "sampler": "dpmpp_2m_sde", "scheduler": "beta"}, "source": "step:2"}]
     before = comfy_server.log_path.read_text().count("Requested to load BaseModel")
     result = comfy.call("run", _native_prompt("small.png", chain))
     loads = comfy_server.log_path.read_text().count("Requested to load BaseModel") - before

@@ -33,3 +33,22 @@ def test_warm_run_reuses_everything():
     assert r.returncode == 0, r.stderr
     assert "reusing" in r.stdout and "up to date" in r.stdout and "already points at this checkout" in r.stdout
     assert "pip install" not in r.stdout  # nothing was installed again
+
+
+def test_pyproject_lists_the_requirements_literally_and_registry_fields_are_filled():
+    """The Comfy Registry reads pyproject's literal dependencies; ComfyUI-Manager installs requirements.txt: the
+    same list. Neither names torch (the user's ComfyUI owns it)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    listed = [line.strip() for line in (root / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    assert project["project"]["dependencies"] == listed and "dynamic" not in project["project"]
+    assert not any(d.split(">")[0].split("=")[0].strip() in ("torch", "torchvision") for d in listed)
+    assert any(d.startswith("comfyui-frontend-package>=") for d in listed)
+    comfy, urls = project["tool"]["comfy"], project["project"]["urls"]
+    assert comfy["Icon"].endswith("web/icon.svg") and (root / "web" / "icon.svg").exists()
+    assert {"Repository", "Documentation", "Bug Tracker"} <= set(urls)
+    assert project["project"]["license"] == {"file": "LICENSE"} and (root / "LICENSE").exists()
+    assert "BRISQUE" in (root / "NOTICE").read_text() and (root / ".github" / "workflows" / "publish.yml").exists()
