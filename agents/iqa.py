@@ -11,7 +11,7 @@ Both model natural-scene statistics of mean-subtracted contrast-normalised (MSCN
 Written from the papers' descriptions of the reference code (``brisque_feature.m``,
 ``computequality.m``); tests check the scores against the MATLAB releases' numbers on the
 calibration images in ``tests/data/iqa``. Model parameters ship in ``agents/data`` as plain .npz
-(see the README there for provenance). Numpy only, so the pack needs no SciPy.
+(see the README there for provenance). Numpy, and the pack's own filters (tools/imageops).
 """
 from __future__ import annotations
 
@@ -93,15 +93,10 @@ def _window_1d() -> np.ndarray:
 
 def _filter(img: np.ndarray, mode: str) -> np.ndarray:
     """7x7 Gaussian (sigma 7/6) correlation, 'same' size; ``mode`` is how the border is padded."""
-    cv2 = _cv2()
-    border = cv2.BORDER_CONSTANT if mode == "zero" else cv2.BORDER_REPLICATE
-    return cv2.sepFilter2D(img, cv2.CV_64F, _window_1d(), _window_1d(), borderType=border)
+    from ..tools.imageops import correlate_separable
 
-
-def _cv2():
-    from ..tools.backends import require
-
-    return require("cv2")
+    return correlate_separable(np.asarray(img, np.float64), _window_1d(), _window_1d(),
+                               "zero" if mode == "zero" else "replicate")
 
 
 def mscn(img: np.ndarray, border: str) -> tuple[np.ndarray, np.ndarray]:

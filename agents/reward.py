@@ -22,8 +22,8 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from ..tools.backends import require
-from ..tools.imageops import illuminant_estimate, luminance, resize_longest, to_rgb
+from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize, resize_longest,
+                              sampled_gaussian, sobel, to_rgb)
 
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
@@ -263,23 +263,19 @@ def _colourfulness(rgb: np.ndarray) -> float:
 
 def _sharpness(lum: np.ndarray) -> float:
     """Fine detail relative to the local contrast: blur lowers it, a tone change does not."""
-    cv2 = require("cv2")
-
-    lap = cv2.Laplacian(lum, cv2.CV_32F, ksize=3)
+    lap = laplacian(lum)
     return float(lap.std() / (lum.std() + 0.02))
 
 
 def _noise_sigma(lum: np.ndarray) -> float:
     """Immerkaer (1996) fast noise variance estimate, sigma on a 0..1 scale."""
-    cv2 = require("cv2")
-
     h, w = lum.shape
     if h < 3 or w < 3:
         return 0.0
-    kernel = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
-    conv = cv2.filter2D(lum, cv2.CV_32F, kernel)[1:-1, 1:-1]
+    # the kernel [[1, -2, 1], [-2, 4, -2], [1, -2, 1]] is the outer product of [1, -2, 1] with itself
+    conv = correlate_separable(lum, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0))[1:-1, 1:-1]
     # measure on flat regions only, so texture and edges are not counted as noise
-    grad = cv2.Sobel(lum, cv2.CV_32F, 1, 0) ** 2 + cv2.Sobel(lum, cv2.CV_32F, 0, 1) ** 2
+    grad = sobel(lum, 1, 0) ** 2 + sobel(lum, 0, 1) ** 2
     grad = grad[1:-1, 1:-1]
     # the median by partition: the same threshold as np.percentile(grad, 50) splits by, at half the cost
     order = (grad.size - 1) // 2
@@ -308,13 +304,11 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
     Invariant to brightness and contrast changes, and at this scale to noise and its removal — those
     are the edits we want — while dropping for crops, warps, heavy local contrast and invented content.
     """
-    cv2 = require("cv2")
-
     la = luminance(resize_longest(a, 128)).astype(np.float32)
     lb = luminance(resize_longest(b, 128)).astype(np.float32)
     if la.shape != lb.shape:
-        lb = cv2.resize(lb, (la.shape[1], la.shape[0]), interpolation=cv2.INTER_AREA)
-    blur = lambda x: cv2.GaussianBlur(x, (0, 0), 1.5)  # noqa: E731
+        lb = resize(lb, (la.shape[1], la.shape[0]), "area")
+    blur = lambda x: sampled_gaussian(x, 1.5)  # noqa: E731
     ma, mb = blur(la), blur(lb)
     va = np.maximum(blur(la * la) - ma * ma, 0)
     vb = np.maximum(blur(lb * lb) - mb * mb, 0)
@@ -344,10 +338,8 @@ def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[s
     if "niqe" in want:
         short = min(gray.shape)
         if short < 2 * NIQE_BLOCK:
-            cv2 = require("cv2")
             f = 2 * NIQE_BLOCK / short
-            gray = cv2.resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)),
-                              interpolation=cv2.INTER_CUBIC)
+            gray = resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)), "cubic")
         out["niqe"] = niqe(gray)
     return out
 

@@ -20,8 +20,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import cv2
 import numpy as np
+import torch
 from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,6 +31,7 @@ from edit_agents.agents.mcts import MCTSSettings, apply_call, mcts_enhance, root
 from edit_agents.agents.perceiver import RulePerceiver
 from edit_agents.agents.reward import ClassicReward, image_statistics
 from edit_agents.tools import default_registry
+from edit_agents.tools.imageops import resize
 
 TOOLS = default_registry().subset(categories=["classic"])
 MIN_SEQUENCES = 8  # fewer candidates than this make a rank correlation meaningless
@@ -40,7 +41,7 @@ REWARD = ClassicReward()
 def photo(width: int, height: int, name: str = "chelsea", dim: float = 0.55) -> np.ndarray:
     """A real photo resized to width x height and dimmed, so there is something to repair."""
     img = load(name, max_side=100_000)  # as scikit-image ships it, black-and-white as RGB
-    return (cv2.resize(img, (width, height), interpolation=cv2.INTER_CUBIC).clip(0, 1) * dim).astype(np.float32)
+    return (resize(img, (width, height), "cubic").clip(0, 1) * dim).astype(np.float32)
 
 
 def sims_per_second(img: np.ndarray, side: int, simulations: int = 20) -> tuple[float, int]:
@@ -124,7 +125,7 @@ def twelve_megapixels() -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"   wall {wall:.1f} s on {cv2.getNumThreads()} OpenCV threads; {result.simulations} simulations, "
+    print(f"   wall {wall:.1f} s on {torch.get_num_threads()} torch threads; {result.simulations} simulations, "
           f"{len(result.actions)} steps executed ({', '.join(a.label() for a in result.actions)})")
     print(f"   peak traced allocations {peak / 2**20:.0f} MiB (the input alone is {huge.nbytes / 2**20:.0f} MiB); "
           f"process peak RSS {rss_after:.0f} MiB (before: {rss_before:.0f} MiB)")

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ..tools.generative import GEN, SEED
-from ..tools.imageops import join_alpha, paste_masked, split_alpha, to_rgb
+from ..tools.imageops import join_alpha, paste_masked, resize, split_alpha, to_rgb
 from ..tools.spec import Param, ToolOutput, ToolSpec
 
 # what this ComfyUI's KSampler offers, custom samplers from other packs included
@@ -29,12 +29,10 @@ def _pixels(img: np.ndarray) -> torch.Tensor:
 
 
 def _back(decoded: torch.Tensor, like: np.ndarray) -> np.ndarray:
-    import cv2
-
     out = decoded[0].detach().cpu().float().numpy()
     h, w = like.shape[:2]
     if out.shape[:2] != (h, w):  # VAE encode crops to multiples of 8
-        out = cv2.resize(out, (w, h), interpolation=cv2.INTER_CUBIC)
+        out = resize(out, (w, h), "cubic")
     return np.clip(out, 0, 1)
 
 

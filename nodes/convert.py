@@ -6,8 +6,7 @@ import os
 import numpy as np
 import torch
 
-from ..tools.backends import require
-from ..tools.imageops import as_image
+from ..tools.imageops import as_image, resize
 
 
 def max_megapixels() -> float:
@@ -39,9 +38,7 @@ def arrays_to_image_batch(arrays: list[np.ndarray]) -> torch.Tensor:
     out = []
     for a in arrays:
         if a.shape[:2] != (h, w):
-            cv2 = require("cv2")
-            a = cv2.resize(a, (w, h), interpolation=cv2.INTER_AREA)
-            a = a[:, :, None] if a.ndim == 2 else a
+            a = resize(a, (w, h), "area")
         if a.shape[2] != channels:
             a = np.repeat(a, 3, axis=2) if a.shape[2] == 1 else a[:, :, :3]
             if channels == 4:

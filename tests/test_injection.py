@@ -7,9 +7,8 @@ import http.server
 import json
 import threading
 
-import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from edit_agents.cli.client import ExecutionFailed
 from llm_server import Reply
@@ -67,12 +66,11 @@ def plan_and_execute(image: str, instruction: str, llm_url: str, executor_uses_l
 
 
 def photo_with_text(path, text: str) -> None:
-    import cv2
-
-    img = np.full((240, 480, 3), 90, np.uint8)
+    img = Image.new("RGB", (480, 240), (90, 90, 90))
+    draw = ImageDraw.Draw(img)
     for i, line in enumerate([text[j:j + 38] for j in range(0, min(len(text), 190), 38)]):
-        cv2.putText(img, line, (8, 30 + 40 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1)
-    Image.fromarray(img).save(path)
+        draw.text((8, 18 + 40 * i), line, fill=(255, 255, 255))
+    img.save(path)
 
 
 def assert_nothing_happened(llm, hits, canary):

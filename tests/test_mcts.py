@@ -9,6 +9,7 @@ from edit_agents.agents.mcts import MCTSSettings, apply_call, mcts_enhance, root
 from edit_agents.agents.records import ToolCall
 from edit_agents.agents.reward import ClassicReward, Score, image_statistics, texture_crops
 from edit_agents.tools import ToolRegistry, ToolSpec, default_registry
+from edit_agents.tools.imageops import sampled_gaussian
 
 # A toy world: the image is one gray value. From 0.30, "a" gives 0.50 (the best single step, a dead end),
 # "b" gives 0.45 (worse at first), and from 0.45 "c" gives 1.00 (the best state). Greedy takes a and stops.
@@ -136,9 +137,7 @@ def test_a_search_path_applies_each_tool_once(photos):
     """Sharpen after sharpen only overshoots what one stronger proposal does: on a blurred photo the tree's
     second level never repeats its parent's tool, and the search keeps a gentle sharpen rather than none."""
     tools = default_registry().subset(categories=["classic"])
-    import cv2
-
-    blurred = cv2.GaussianBlur(photos["camera"], (0, 0), 1.5)[:, :, None]
+    blurred = sampled_gaussian(photos["camera"], 1.5)
     dim = mcts_enhance(blurred * 0.5, tools, settings=MCTSSettings(max_steps=1))  # two defects: a deeper tree
     tree = dim.trees[0]
     pairs = [(c["tool"], g["tool"]) for c in tree["children"] for g in c.get("children", []) if "tool" in c and "tool" in g]

@@ -45,7 +45,8 @@ def test_pyproject_lists_the_requirements_literally_and_registry_fields_are_fill
     listed = [line.strip() for line in (root / "requirements.txt").read_text().splitlines()
               if line.strip() and not line.startswith("#")]
     assert project["project"]["dependencies"] == listed and "dynamic" not in project["project"]
-    assert not any(d.split(">")[0].split("=")[0].strip() in ("torch", "torchvision") for d in listed)
+    assert not any(d.split(">")[0].split("=")[0].strip() in ("torch", "torchvision", "opencv-python-headless")
+                   for d in listed)
     assert any(d.startswith("comfyui-frontend-package>=") for d in listed)
     comfy, urls = project["tool"]["comfy"], project["project"]["urls"]
     assert comfy["Icon"].endswith("web/icon.svg") and (root / "web" / "icon.svg").exists()

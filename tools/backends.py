@@ -22,7 +22,6 @@ class Backend:
 
 
 BACKENDS: tuple[Backend, ...] = (
-    Backend("cv2", "opencv-python-headless", "classic tools (blur, CLAHE, resize, rotate, denoise) and the reward"),
     Backend("openai", "openai", "the OpenAI-compatible brain (OpenAI, Ollama, vLLM, LM Studio, DashScope, ...)"),
     Backend("diffusers", "diffusers", "the diffusers editors (InstructPix2Pix, SD/SDXL inpainting)"),
     Backend("segment_anything", "segment-anything", "SAM masks"),

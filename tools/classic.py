@@ -1,6 +1,7 @@
 """Classic image tools: exact, fast, any size; alpha kept, grayscale stays grayscale.
 
-These are what PhotoAgent routes to OpenCV/PIL and CCA's procedural tools. Each tool is
+These are what PhotoAgent routes to OpenCV/PIL and CCA's procedural tools (here on numpy and torch, with
+OpenCV's arithmetic: tools/imageops). Each tool is
 a ToolSpec: its description, manual and typed parameters are the single source that the
 planner prompt, the executor, validation and the docs read.
 """
@@ -8,13 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import require
-from .imageops import gaussian, illuminant_estimate, join_alpha, luminance, on_color, split_alpha
+from .imageops import (bilateral_filter, clahe_uint16, gaussian, illuminant_estimate, join_alpha, luminance, on_color,
+                       resize as resize_image, sampled_gaussian, split_alpha, warp_affine)
 from .spec import Param, ToolOutput, ToolSpec
-
-
-def _cv2():
-    return require("cv2")  # lazy: the pack must load without opencv; tools then say what to install
 
 
 def _scale_lum(color: np.ndarray, new_lum: np.ndarray, old_lum: np.ndarray) -> np.ndarray:
@@ -65,7 +62,7 @@ def highlights_shadows(img, shadows=0.0, highlights=0.0, *, reference_side=None)
     def f(c):
         lum = luminance(c)
         side = max(lum.shape) if reference_side is None else reference_side
-        blur = _cv2().GaussianBlur(lum, (0, 0), sigmaX=max(1.0, side / 100))
+        blur = sampled_gaussian(lum, max(1.0, side / 100))
         shadow_mask = np.clip(1.0 - blur / 0.5, 0, 1) ** 2
         highlight_mask = np.clip((blur - 0.5) / 0.5, 0, 1) ** 2
         new = lum + shadows * 0.5 * shadow_mask * (1 - lum) - highlights * 0.5 * highlight_mask * lum
@@ -84,13 +81,11 @@ def tone_curve(img, shadows=0.0, midtones=0.0, highlights=0.0):
 
 def clahe(img, clip_limit=2.0, tile=8, *, reference_side=None):
     """``tile`` x ``tile`` tiles over the picture (``reference_side``: its longest side in this image's pixels)."""
-    cv2 = _cv2()
-
     def f(c):
         lum = luminance(c)
         grid = int(tile) if reference_side is None else max(1, round(int(tile) * max(lum.shape) / reference_side))
-        op = cv2.createCLAHE(clipLimit=float(clip_limit), tileGridSize=(grid, grid))
-        new = op.apply((np.clip(lum, 0, 1) * 65535).astype(np.uint16)).astype(np.float32) / 65535
+        new = clahe_uint16((np.clip(lum, 0, 1) * 65535).astype(np.uint16), float(clip_limit), grid)
+        new = new.astype(np.float32) / 65535
         return _scale_lum(c, new, lum)
     return on_color(f)(img)
 
@@ -183,21 +178,17 @@ def sharpen(img, amount=0.5, radius=1.5):
 
 def denoise(img, strength=0.5, radius=2.0):
     """Edge-preserving bilateral denoise; strength 0..1, ``radius`` the window's half-width in pixels."""
-    cv2 = _cv2()
     half = int(round(radius))
 
     def f(c):
         if strength <= 0 or half < 1:  # a window under a pixel (the search's reduced copy) averages nothing
             return c
-        out = cv2.bilateralFilter(c, d=2 * half + 1, sigmaColor=0.05 + 0.15 * strength,
-                                  sigmaSpace=(3 + 4 * strength) * radius / 2)
-        return out[:, :, None] if out.ndim == 2 else out
+        return bilateral_filter(c, 2 * half + 1, 0.05 + 0.15 * strength, (3 + 4 * strength) * radius / 2)
     return on_color(f)(img)
 
 
 def gaussian_blur(img, sigma=2.0):
-    out = gaussian(img, sigma)
-    return out[:, :, None] if out.ndim == 2 else out
+    return gaussian(img, sigma)
 
 
 def vignette(img, amount=0.3, radius=0.8):
@@ -232,33 +223,31 @@ def crop_aspect(img, aspect="1:1", zoom=1.0):
 
 
 def resize(img, longest_side=1024, mode="longest side"):
-    cv2 = _cv2()
     h, w = img.shape[:2]
     if mode == "square":
         size = (longest_side, longest_side)
     else:
         scale = longest_side / max(h, w)
         size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    interp = cv2.INTER_AREA if size[0] < w else cv2.INTER_CUBIC
-    out = cv2.resize(img, size, interpolation=interp)
-    return np.clip(out[:, :, None] if out.ndim == 2 else out, 0, 1)
+    return np.clip(resize_image(img, size, "area" if size[0] < w else "cubic"), 0, 1)
 
 
 def rotate(img, angle=90.0, expand=True):
-    cv2 = _cv2()
     k = int(round(angle / 90.0))
     if abs(angle - 90.0 * k) < 1e-6:
         return np.ascontiguousarray(np.rot90(img, k=k % 4))  # exact for right angles (counter-clockwise)
     h, w = img.shape[:2]
-    m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), angle, 1.0)
+    # OpenCV's getRotationMatrix2D: counter-clockwise about the centre, in image coordinates (y down)
+    cx, cy = (w - 1) / 2, (h - 1) / 2
+    cos, sin = np.cos(np.radians(angle)), np.sin(np.radians(angle))
+    m = np.array([[cos, sin, (1 - cos) * cx - sin * cy], [-sin, cos, sin * cx + (1 - cos) * cy]])
     if expand:
         cos, sin = abs(m[0, 0]), abs(m[0, 1])
         nw, nh = int(h * sin + w * cos), int(h * cos + w * sin)
         m[0, 2] += nw / 2 - w / 2
         m[1, 2] += nh / 2 - h / 2
         w, h = nw, nh
-    out = cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    return out[:, :, None] if out.ndim == 2 else out
+    return warp_affine(img, m, (w, h))
 
 
 def flip(img, direction="horizontal"):
@@ -293,7 +282,7 @@ def edit_region(img, box=(0.25, 0.25, 0.75, 0.75), effect="blur", amount=0.8, in
         raise ValueError(f"mask is {keep.shape[1]}x{keep.shape[0]} but the image is {img.shape[1]}x{img.shape[0]}")
     if mask is not None and not keep.any():  # e.g. ground found nothing: neither the whole photo nor nothing is meant
         return ToolOutput(img, ["the mask is empty (nothing was found), so the image is unchanged"])
-    feather = _cv2().GaussianBlur(keep.astype(np.float32), (0, 0), sigmaX=max(1.0, max(img.shape[:2]) / 200))
+    feather = sampled_gaussian(keep.astype(np.float32), max(1.0, max(img.shape[:2]) / 200))
     target = feather if inside else 1.0 - feather
     color, alpha = split_alpha(img)
     edited = gaussian_blur(color, sigma=1 + 10 * amount) if effect == "blur" else saturation(color, amount=-amount)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import require
+from .imageops import morphology, sampled_gaussian
 from .spec import Param, ToolSpec, as_mask
 
 
@@ -29,17 +29,11 @@ def box_mask(img, box=(0.25, 0.25, 0.75, 0.75)):
 
 
 def mask_grow(img, pixels=8):
-    cv2 = require("cv2")
-    m = _m(img)
-    k = abs(int(pixels))
-    if k == 0:
-        return _out(m)
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * k + 1, 2 * k + 1))
-    return _out(cv2.dilate(m, kernel) if pixels > 0 else cv2.erode(m, kernel))
+    return _out(morphology(_m(img), int(pixels)))
 
 
 def mask_feather(img, radius=6.0):
-    return _out(require("cv2").GaussianBlur(_m(img), (0, 0), sigmaX=max(0.1, radius)))
+    return _out(sampled_gaussian(_m(img), max(0.1, radius)))
 
 
 def mask_invert(img):

@@ -1,0 +1,69 @@
+"""The pack needs no OpenCV, yet its filters and resampling compute what OpenCV's do: compared here with OpenCV's
+own results, stored by scripts/make_opencv_reference.py (so this runs where no OpenCV is installed)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edit_agents.tools import imageops
+
+REF = np.load(Path(__file__).parent / "data" / "opencv_reference.npz")
+RGB, GRAY, GRAY64, MASK, LEVELS = (REF[f"in_{k}"] for k in ("rgb", "gray", "gray64", "mask", "levels"))
+FLOAT32 = dict(rtol=0, atol=2e-6)  # a few units in the last place of values in 0..1: the order of the sums
+
+
+@pytest.mark.parametrize("sigma", [0.8, 1.0, 2.0, 3.7])
+def test_gaussian_blur(sigma):
+    np.testing.assert_allclose(imageops.gaussian(RGB, sigma), REF[f"gaussian_{sigma}"], **FLOAT32)
+    np.testing.assert_allclose(imageops.gaussian(GRAY, sigma), REF[f"gaussian_gray_{sigma}"], **FLOAT32)
+
+
+def test_separable_filters():
+    # float64 bit for bit (BRISQUE and NIQE count the exact zeros of flat areas)
+    kernel = REF["sep64_kernel"]
+    np.testing.assert_array_equal(imageops.correlate_separable(GRAY64, kernel, kernel), REF["sep64"])
+    asym = imageops.correlate_separable(RGB, np.array([0.1, 0.5, 0.4]), np.array([0.2, 0.2, 0.6]))
+    np.testing.assert_allclose(asym, REF["sep_asym"], **FLOAT32)
+    np.testing.assert_allclose(imageops.sobel(GRAY, 1, 0), REF["sobel_x"], **FLOAT32)
+    np.testing.assert_allclose(imageops.sobel(GRAY, 0, 1), REF["sobel_y"], **FLOAT32)
+    np.testing.assert_allclose(imageops.laplacian(GRAY), REF["laplacian"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,size", [("half", (18, 14)), ("third", (12, 9)), ("odd", (11, 8)), ("up", (59, 43))])
+def test_resize(name, size):
+    np.testing.assert_allclose(imageops.resize(RGB, size, "area"), REF[f"area_{name}"], **FLOAT32)
+    np.testing.assert_allclose(imageops.resize(RGB, size, "cubic"), REF[f"cubic_{name}"], **FLOAT32)
+
+
+def test_resize_keeps_a_gray_image_two_dimensional():
+    out = imageops.resize(GRAY, (12, 9), "area")
+    assert out.shape == (9, 12)
+    np.testing.assert_allclose(out, REF["area_gray_third"], **FLOAT32)
+
+
+def test_rotation_by_an_affine_warp():
+    out = imageops.warp_affine(RGB, REF["warp_matrix"], (37, 29))
+    np.testing.assert_allclose(out, REF["warp"], **FLOAT32)
+
+
+@pytest.mark.parametrize("diameter,sigma_color,sigma_space", [(5, 0.125, 5.0), (3, 0.05, 1.5), (9, 0.2, 4.0)])
+def test_bilateral_filter(diameter, sigma_color, sigma_space):
+    out = imageops.bilateral_filter(RGB, diameter, sigma_color, sigma_space)
+    np.testing.assert_allclose(out, REF[f"bilateral_{diameter}_{sigma_color}_{sigma_space}"], **FLOAT32)
+
+
+def test_bilateral_filter_of_a_gray_image():
+    np.testing.assert_allclose(imageops.bilateral_filter(GRAY, 5, 0.1, 3.0), REF["bilateral_gray"], **FLOAT32)
+
+
+@pytest.mark.parametrize("clip,grid", [(2.0, 8), (4.0, 3), (1.0, 5)])
+def test_clahe_is_exact(clip, grid):
+    np.testing.assert_array_equal(imageops.clahe_uint16(LEVELS, clip, grid), REF[f"clahe_{clip}_{grid}"])
+
+
+@pytest.mark.parametrize("radius", [1, 3, 5])
+def test_mask_dilate_and_erode_are_exact(radius):
+    np.testing.assert_array_equal(imageops.morphology(MASK, radius), REF[f"dilate_{radius}"])
+    np.testing.assert_array_equal(imageops.morphology(MASK, -radius), REF[f"erode_{radius}"])
