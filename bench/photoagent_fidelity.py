@@ -32,6 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from photoset import DEFECTS, EVALUATION, degrade, load  # noqa: E402
@@ -179,10 +180,12 @@ def main() -> None:
         methods = ("mcts",) + methods  # the budget comes from MCTS's count
     cases = [(p, d, a.side, methods) for p in a.photos.split(",") for d in a.defects.split(",")]
     t0 = time.perf_counter()
+    # one process per core, not two processes' torch threads on each core (they spin waiting for each other)
+    threads = max(1, (os.cpu_count() or 1) // a.jobs)
     print(f"{len(cases)} cases at {a.side} px, MCTS defaults: {SETTINGS.simulations} simulations x depth "
           f"{SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search copy {SETTINGS.preview_side} px; "
-          f"{a.jobs} worker(s)")
-    with ProcessPoolExecutor(a.jobs) as pool:
+          f"{a.jobs} worker(s) of {threads} torch thread(s)")
+    with ProcessPoolExecutor(a.jobs, initializer=torch.set_num_threads, initargs=(threads,)) as pool:
         rows = list(pool.map(run_case, cases))
     report(rows, methods)
     print(f"\nwall {time.perf_counter() - t0:.0f} s")
