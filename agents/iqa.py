@@ -100,8 +100,15 @@ def _filter(img: np.ndarray, mode: str) -> np.ndarray:
 
 
 def mscn(img: np.ndarray, border: str) -> tuple[np.ndarray, np.ndarray]:
-    mu = _filter(img, border)
-    sigma = np.sqrt(np.abs(_filter(img * img, border) - mu * mu))
+    square = img * img
+    if img.shape[1] % 4 == 0:
+        # both local means in one filter call, as two channels: half the calls, the same arithmetic for each
+        # value (the filter's only per-row exception is at the last width mod 4 values: none here)
+        both = _filter(np.stack([img, square], axis=2), border)
+        mu, second = both[:, :, 0], both[:, :, 1]
+    else:
+        mu, second = _filter(img, border), _filter(square, border)
+    sigma = np.sqrt(np.abs(second - mu * mu))
     return (img - mu) / (sigma + 1.0), sigma
 
 
