@@ -37,8 +37,10 @@ def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
     """MATLAB's ``rgb2gray`` on uint8 input (rounded to integers), as float64."""
     if rgb_uint8.ndim == 2:
         return rgb_uint8.astype(np.float64)
-    weights = np.array([0.298936021293775, 0.587043074451121, 0.114020904255103])
-    return np.round(rgb_uint8[..., :3].astype(np.float64) @ weights)
+    r, g, b = (rgb_uint8[..., i].astype(np.float64) for i in range(3))
+    # the weighted sum written out, not `@ weights`: the same values for all 2^24 colours (checked), without a
+    # BLAS call, whose threads would then spin against torch's on every state the search scores
+    return np.round(r * 0.298936021293775 + g * 0.587043074451121 + b * 0.114020904255103)
 
 
 def to_gray255(img: np.ndarray) -> np.ndarray:
@@ -130,7 +132,8 @@ def fit_aggd(vec: np.ndarray) -> tuple[float, float, float]:
     # each side's sums from its clipped copy (zeros add nothing): fewer passes than indexing each side
     neg, pos = np.minimum(vec, 0.0), np.maximum(vec, 0.0)
     n_neg, n_pos = np.count_nonzero(neg), np.count_nonzero(pos)
-    neg_sq, pos_sq = float(neg @ neg), float(pos @ pos)
+    # einsum, not `@`: no BLAS call (see matlab_gray)
+    neg_sq, pos_sq = float(np.einsum("i,i->", neg, neg)), float(np.einsum("i,i->", pos, pos))
     left = math.sqrt(neg_sq / n_neg) if n_neg else float("nan")
     right = math.sqrt(pos_sq / n_pos) if n_pos else float("nan")
     energy = (neg_sq + pos_sq) / vec.size
