@@ -84,7 +84,12 @@ def _resize_matrix(n_in: int, scale: float) -> np.ndarray:
 
 
 def imresize_half(img: np.ndarray) -> np.ndarray:
-    return _resize_matrix(img.shape[0], 0.5) @ img @ _resize_matrix(img.shape[1], 0.5).T
+    import torch
+
+    # torch's product, not numpy's: numpy's OpenBLAS keeps threads of its own, which spin on the cores after
+    # each product, against the filters that come next (the search scores many states)
+    rows, cols = (torch.from_numpy(_resize_matrix(n, 0.5)) for n in img.shape[:2])
+    return (rows @ torch.from_numpy(np.ascontiguousarray(img, np.float64)) @ cols.T).numpy()
 
 
 @lru_cache(maxsize=1)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import torch  # noqa: F401  (loaded before timing: ComfyUI has it loaded already, and the reward uses it)
 from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
