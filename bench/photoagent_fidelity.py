@@ -167,6 +167,16 @@ def report(rows: list[dict], methods: tuple[str, ...]) -> None:
                                                 for m in methods))
 
 
+def share_of_cores(threads: int) -> None:
+    """A worker's thread pools: torch's, and OpenCV's, which keeps its own."""
+    torch.set_num_threads(threads)
+    try:
+        import cv2
+    except ImportError:
+        return
+    cv2.setNumThreads(threads)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--side", type=int, default=512, help="longest side of the photos (default 512)")
@@ -185,7 +195,7 @@ def main() -> None:
     print(f"{len(cases)} cases at {a.side} px, MCTS defaults: {SETTINGS.simulations} simulations x depth "
           f"{SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search copy {SETTINGS.preview_side} px; "
           f"{a.jobs} worker(s) of {threads} torch thread(s)")
-    with ProcessPoolExecutor(a.jobs, initializer=torch.set_num_threads, initargs=(threads,)) as pool:
+    with ProcessPoolExecutor(a.jobs, initializer=share_of_cores, initargs=(threads,)) as pool:
         rows = list(pool.map(run_case, cases))
     report(rows, methods)
     print(f"\nwall {time.perf_counter() - t0:.0f} s")
