@@ -11,7 +11,7 @@ Both model natural-scene statistics of mean-subtracted contrast-normalised (MSCN
 Written from the papers' descriptions of the reference code (``brisque_feature.m``,
 ``computequality.m``); tests check the scores against the MATLAB releases' numbers on the
 calibration images in ``tests/data/iqa``. Model parameters ship in ``agents/data`` as plain .npz
-(see the README there for provenance). Numpy only, so the pack needs no SciPy.
+(see the README there for provenance). Numpy, and the pack's own filters (tools/imageops).
 """
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ def _resize_matrix(n_in: int, scale: float) -> np.ndarray:
 def imresize_half(img: np.ndarray) -> np.ndarray:
     import torch
 
-    # torch's product, not numpy's: numpy's OpenBLAS keeps threads of its own, which spin on the cores after
-    # each product, against the filters that come next (the search scores many states)
+    # torch's product, not numpy's: numpy's OpenBLAS threads would spin on the cores after it, against the
+    # torch filters that come next (the search scores many states)
     rows, cols = (torch.from_numpy(_resize_matrix(n, 0.5)) for n in img.shape[:2])
     return (rows @ torch.from_numpy(np.ascontiguousarray(img, np.float64)) @ cols.T).numpy()
 
@@ -100,20 +100,22 @@ def _window_1d() -> np.ndarray:
 
 def _filter(img: np.ndarray, mode: str) -> np.ndarray:
     """7x7 Gaussian (sigma 7/6) correlation, 'same' size; ``mode`` is how the border is padded."""
-    cv2 = _cv2()
-    border = cv2.BORDER_CONSTANT if mode == "zero" else cv2.BORDER_REPLICATE
-    return cv2.sepFilter2D(img, cv2.CV_64F, _window_1d(), _window_1d(), borderType=border)
+    from ..tools.imageops import correlate_separable
 
-
-def _cv2():
-    from ..tools.backends import require
-
-    return require("cv2")
+    return correlate_separable(np.asarray(img, np.float64), _window_1d(), _window_1d(),
+                               "zero" if mode == "zero" else "replicate")
 
 
 def mscn(img: np.ndarray, border: str) -> tuple[np.ndarray, np.ndarray]:
-    mu = _filter(img, border)
-    sigma = np.sqrt(np.abs(_filter(img * img, border) - mu * mu))
+    square = img * img
+    if img.shape[1] % 4 == 0:
+        # both local means in one filter call, as two channels: half the calls, the same arithmetic for each
+        # value (the filter's only per-row exception is at the last width mod 4 values: none here)
+        both = _filter(np.stack([img, square], axis=2), border)
+        mu, second = both[:, :, 0], both[:, :, 1]
+    else:
+        mu, second = _filter(img, border), _filter(square, border)
+    sigma = np.sqrt(np.abs(second - mu * mu))
     return (img - mu) / (sigma + 1.0), sigma
 
 
