@@ -139,7 +139,8 @@ class _Search:
     def _perception(self, key: tuple, state: State) -> list[ToolCall]:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
-            stats = self.statistics[key] = image_statistics(state.preview, state.crops)
+            worker = self.reward.worker() if hasattr(self.reward, "worker") else None
+            stats = self.statistics[key] = image_statistics(state.preview, state.crops, worker)
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())

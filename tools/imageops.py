@@ -148,7 +148,11 @@ def thumbnail_data_url(img: np.ndarray, side: int = 96, quality: int = 80) -> st
     import base64
 
     cv2 = require("cv2")
-    small = to_rgb(resize_longest(as_image(img), side))
+    arr = np.asarray(img)
+    # shrink first: a thumbnail of a 12 MP state (the search's tree shows one per node) need not convert it all
+    if arr.dtype in (np.uint8, np.uint16, np.float32, np.float64) and arr.ndim in (2, 3) and min(arr.shape[:2]) > 0:
+        arr = resize_longest(arr, side)
+    small = to_rgb(as_image(arr))
     ok, buf = cv2.imencode(".jpg", cv2.cvtColor(to_uint8(small), cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:
         raise ValueError(f"could not encode a thumbnail of an image of shape {img.shape}")
