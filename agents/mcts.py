@@ -20,6 +20,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field, replace
+from concurrent.futures import Executor
 from typing import Any, Callable
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..tools.spec import ToolRegistry
 from .enhance import rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from .records import ToolCall
-from .reward import ClassicReward, image_statistics, texture_crops
+from .reward import ClassicReward, image_statistics, spare_thread, texture_crops
 from .trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
@@ -120,8 +121,10 @@ class MCTSResult:
 
 
 class _Search:
-    def __init__(self, tools, reward, perceiver, settings, original_preview, rng):
+    def __init__(self, tools, reward, perceiver, settings, original_preview, rng, pool=None):
         self.tools, self.reward, self.perceiver, self.s = tools, reward, perceiver, settings
+        self.pool = pool  # a spare thread (spare_thread) for statistics and crop edits beside the others
+        self.reward_pool = {"pool": pool} if pool is not None and isinstance(reward, ClassicReward) else {}
         self.original = original_preview
         self.rng = rng
         self.states: dict[tuple, State] = {}
@@ -139,8 +142,7 @@ class _Search:
     def _perception(self, key: tuple, state: State) -> list[ToolCall]:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
-            worker = self.reward.worker() if hasattr(self.reward, "worker") else None
-            stats = self.statistics[key] = image_statistics(state.preview, state.crops, worker)
+            stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool)
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())
@@ -168,14 +170,14 @@ class _Search:
         if key in self.states:
             self.hits += 1
         else:
-            self.states[key] = apply_call(self.tools, state, call)
+            self.states[key] = apply_call(self.tools, state, call, self.pool)
         return key, self.states[key]
 
     def value(self, key: tuple, state: State, intent: str) -> float:
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
             self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops, intent=intent,
-                                                 known=self.statistics.get(key)).total
+                                                 known=self.statistics.get(key), **self.reward_pool).total
         return self.scores[key]
 
     def uct(self, parent: TreeNode, child: TreeNode) -> float:
@@ -250,17 +252,25 @@ def root_state(image: np.ndarray, side: int) -> State:
     return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]))
 
 
-def apply_call(tools: ToolRegistry, state: State, call: ToolCall) -> State:
+def apply_call(tools: ToolRegistry, state: State, call: ToolCall, pool: Executor | None = None) -> State:
     """One edit on a search state: the copy with pixel lengths scaled to it, and the native-resolution crops
-    edited as parts of the whole photo (with what the tool measures on the whole, read from the copy)."""
+    edited as parts of the whole photo (with what the tool measures on the whole, read from the copy).
+    ``pool``: a spare thread that edits the crops while this one edits the copy (not for model tools)."""
     spec = tools.get(call.tool)
     pins = spec.pinned(state.preview, spec.validate(call.params)[0])
+    native = spec.pins_at_scale(pins, 1.0 / state.scale)
+
+    def edit_crops() -> list[np.ndarray]:
+        return [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops]
+
+    crops = pool.submit(edit_crops) if pool is not None and not spec.needs_runtime else None
     preview = tools.call(call.tool, state.preview, call.params, scale=state.scale, pins=pins)[0]
     # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
     if preview.shape[:2] != state.preview.shape[:2]:
+        if crops is not None:
+            crops.exception()  # edited for nothing; waited for, so the thread is free again, and not raised
         return State(preview, state.crops, state.scale)
-    native = spec.pins_at_scale(pins, 1.0 / state.scale)
-    return State(preview, [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops], state.scale)
+    return State(preview, crops.result() if crops is not None else edit_crops(), state.scale)
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
@@ -271,13 +281,18 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     """Search and apply edits step by step; ``listener`` gets each trace step as it is made."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
+    with spare_thread() as pool:
+        return _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool)
+
+
+def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool):
     s = settings or MCTSSettings()
     reward, perceiver = reward or ClassicReward(), perceiver or RulePerceiver()
     trace = Trace(title=f"PhotoAgent MCTS ({s.simulations} simulations x depth {s.depth} per step)", listener=listener)
     if isinstance(perceiver, BrainPerceiver):  # its calls go in this trace
         perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
-    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed))
+    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed), pool)
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-import weakref
+from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -231,13 +232,28 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
             "sharpness": float(np.mean([_sharpness(x) for x in lums]))}
 
 
+@contextmanager
+def spare_thread() -> Iterator[Executor | None]:
+    """A second thread for work that can run beside the caller's (the search's statistics and the edits of its
+    texture crops), when torch may use more than one thread (the count ComfyUI and the benchmarks set); else None.
+    Held for a whole search: a fresh thread's first large arrays come from a fresh malloc arena, whose page
+    faults cost more than the second core saves."""
+    import torch
+
+    if torch.get_num_threads() < 2:
+        yield None
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="edit-agents") as pool:
+        yield pool
+
+
 def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, texture: bool = True,
                    iqa: tuple[str, ...] = CLASSIC_IQA, known: Mapping[str, float] | None = None,
                    pool: Executor | None = None) -> dict[str, float]:
     """Every raw statistic the components read: tone and colour on the copy, and (``texture``) noise and
     sharpness plus the ``iqa`` scores on the native-resolution crops (``crops``, or four taken from ``img``).
     ``known``: statistics already measured on this same image (the search's perceiver reads them too);
-    ``pool``: a one-thread pool that texture and BRISQUE run in while the rest runs here (numpy and OpenCV
+    ``pool``: a spare thread (``spare_thread``) that texture and BRISQUE run in while the rest runs here (numpy and OpenCV
     let go of the interpreter in their loops, so two cores share the work). The same values either way."""
     raw = dict(known or {})
     iqa = tuple(k for k in iqa if k not in raw)
@@ -409,22 +425,7 @@ class Reward:
                     else "give at least one statistic, BRISQUE or NIQE a weight above 0")
             raise ValueError(f"no reward component is available: {hint} (skipped: {self.skipped})")
         self._norm = sum(self.active.values())
-        self._pool: ThreadPoolExecutor | None = None  # see worker
         self.preservation = 0.0 if self.config.preset == "paper" else self.config.preservation
-
-    def worker(self) -> Executor | None:
-        """A thread of this reward's own that some statistics are measured in while the others are measured
-        in the caller's, when torch may use more than one thread (the count ComfyUI and the benchmarks set).
-        It stays up between scores: a fresh thread's first large arrays come from a fresh malloc arena, whose
-        page faults cost more than the second core saves."""
-        import torch
-
-        if torch.get_num_threads() < 2:
-            return None
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="edit-agents-reward")
-            weakref.finalize(self, self._pool.shutdown, wait=False)  # the thread ends with this reward
-        return self._pool
 
     def describe(self) -> str:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
@@ -434,12 +435,13 @@ class Reward:
                 + (f" (skipped {skipped})" if skipped else ""))
 
     def score(self, img: np.ndarray, original: np.ndarray | None = None, crops: list[np.ndarray] | None = None,
-              intent: str = "", known: Mapping[str, float] | None = None) -> Score:
+              intent: str = "", known: Mapping[str, float] | None = None, pool: Executor | None = None) -> Score:
         """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
         texture crops when ``img`` is a reduced copy, ``intent`` the text an action aimed at (when no mood),
-        ``known`` raw statistics already measured on this image and these crops."""
+        ``known`` raw statistics already measured on this image and these crops, ``pool`` a spare thread
+        (``spare_thread``) for statistics measured beside the others."""
         raw = raw_statistics(img, crops, texture=any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA),
-                             iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=self.worker())
+                             iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
         text = self.config.mood or intent or "a high-quality photo"
         for name, scorer in self.scorers.items():
