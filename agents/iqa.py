@@ -16,6 +16,7 @@ calibration images in ``tests/data/iqa``. Model parameters ship in ``agents/data
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from functools import lru_cache
 from pathlib import Path
 
@@ -296,20 +297,22 @@ def _niqe_scale_features(struct: np.ndarray, size: int, rows: int, cols: int) ->
     return np.stack(feats, axis=1)
 
 
-def niqe_features(gray255: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
+def niqe_features(gray255: np.ndarray, half: np.ndarray | None = None, pool: Executor | None = None) -> np.ndarray:
     """Per-block NIQE features (rows: 96 px blocks; 36 columns over two scales). ``half``: the ``imresize_half``
-    of the image when already made (used only when the image is whole blocks, so nothing is cut off first)."""
+    of the image when already made (used only when the image is whole blocks, so nothing is cut off first);
+    ``pool``: a spare thread that measures the coarse scale while this one measures the fine one."""
     img = np.asarray(gray255, np.float64)
     rows, cols = img.shape[0] // NIQE_BLOCK, img.shape[1] // NIQE_BLOCK
     if img.shape[:2] != (rows * NIQE_BLOCK, cols * NIQE_BLOCK):
         img, half = img[: rows * NIQE_BLOCK, : cols * NIQE_BLOCK], None
-    per_scale = []
-    for scale in range(2):
-        struct, _ = mscn(img, "replicate")
-        per_scale.append(_niqe_scale_features(struct, NIQE_BLOCK >> scale, rows, cols))
-        if scale == 0:
-            img = imresize_half(img) if half is None else half
-    return np.hstack(per_scale)
+
+    def scale_features(level: np.ndarray, size: int) -> np.ndarray:
+        return _niqe_scale_features(mscn(level, "replicate")[0], size, rows, cols)
+
+    half = imresize_half(img) if half is None else half
+    coarse = pool.submit(scale_features, half, NIQE_BLOCK >> 1) if pool is not None else None
+    fine = scale_features(img, NIQE_BLOCK)
+    return np.hstack([fine, coarse.result() if coarse is not None else scale_features(half, NIQE_BLOCK >> 1)])
 
 
 @lru_cache(maxsize=1)
@@ -318,13 +321,14 @@ def _niqe_model() -> tuple[np.ndarray, np.ndarray]:
         return data["mu"].astype(np.float64).ravel(), data["cov"].astype(np.float64)
 
 
-def niqe(gray255: np.ndarray, half: np.ndarray | None = None) -> float:
-    """NIQE of a gray image in 0..255 (lower is better; needs at least 192x192 pixels; NaN for a flat image)."""
+def niqe(gray255: np.ndarray, half: np.ndarray | None = None, pool: Executor | None = None) -> float:
+    """NIQE of a gray image in 0..255 (lower is better; needs at least 192x192 pixels; NaN for a flat image);
+    ``half`` and ``pool`` as for ``niqe_features``."""
     img = np.asarray(gray255, np.float64)
     if min(img.shape[:2]) < 2 * NIQE_BLOCK:
         raise ValueError(f"NIQE needs an image of at least {2 * NIQE_BLOCK}x{2 * NIQE_BLOCK} pixels, "
                          f"got {img.shape[1]}x{img.shape[0]}")
-    feats = niqe_features(img, half)
+    feats = niqe_features(img, half, pool)
     mu_pristine, cov_pristine = _niqe_model()
     complete = feats[~np.isnan(feats).any(axis=1)]
     if not len(complete):

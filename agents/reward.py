@@ -266,7 +266,7 @@ def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, textu
     if texture:
         parts["texture"] = lambda: texture_statistics(crops)
     if iqa:
-        for name, score in _iqa_parts(mosaic(crops), iqa).items():
+        for name, score in _iqa_parts(mosaic(crops), iqa, pool).items():
             parts[name] = lambda name=name, score=score: {name: score()}
     aside = [k for k in ("texture", "brisque") if k in parts] if pool is not None else []
     if len(aside) == len(parts):  # nothing left to do here meanwhile
@@ -363,10 +363,11 @@ def mosaic(crops: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(rows, axis=0)
 
 
-def _iqa_parts(img: np.ndarray, want: tuple[str, ...]) -> dict[str, Callable[[], float]]:
+def _iqa_parts(img: np.ndarray, want: tuple[str, ...], pool: Executor | None = None) -> dict[str, Callable[[], float]]:
     """BRISQUE and NIQE of an image as two calls that can run at the same time (they share its gray levels
     and, when NIQE reads the whole image, its half-size copy). NIQE needs 192 px on the short side; smaller
-    images are upscaled to that first."""
+    images are upscaled to that first. NIQE's call hands its coarse scale to ``pool`` (call it from another
+    thread than the pool's)."""
     from .iqa import NIQE_BLOCK, brisque, imresize_half, niqe, to_gray255
 
     gray = to_gray255(img)
@@ -384,7 +385,7 @@ def _iqa_parts(img: np.ndarray, want: tuple[str, ...]) -> dict[str, Callable[[],
             f = 2 * NIQE_BLOCK / short
             big = cv2.resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)),
                              interpolation=cv2.INTER_CUBIC)
-        parts["niqe"] = lambda: niqe(big, half)
+        parts["niqe"] = lambda: niqe(big, half, pool)
     return parts
 
 
@@ -440,6 +441,9 @@ class Reward:
         texture crops when ``img`` is a reduced copy, ``intent`` the text an action aimed at (when no mood),
         ``known`` raw statistics already measured on this image and these crops, ``pool`` a spare thread
         (``spare_thread``) for statistics measured beside the others."""
+        preserve = original is not None and self.preservation > 0
+        # the preservation term needs nothing else measured: it goes to the spare thread first
+        similarity = pool.submit(structure_similarity, original, img) if preserve and pool is not None else None
         raw = raw_statistics(img, crops, texture=any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA),
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
@@ -448,8 +452,8 @@ class Reward:
             raw[name], comps[name] = scorer.measure(img, text)
         weights = {k: self.active[k] / self._norm for k in comps}
         total = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
-        if original is not None and self.preservation > 0:
-            sim = structure_similarity(original, img)
+        if preserve:
+            sim = similarity.result() if similarity is not None else structure_similarity(original, img)
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
             total -= self.preservation * (1.0 - sim)
