@@ -138,6 +138,7 @@ class _Search:
         self.perceiver_calls = 0  # this step's calls to an expensive perceiver
         self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
         self.lo, self.hi = math.inf, -math.inf  # the rewards seen this step, for UCT's normalisation
+        self.best_rollout: tuple[float, list[ToolCall]] = (-math.inf, [])  # this step's best G(s_T) and its edits
 
     def _perception(self, key: tuple, state: State) -> list[ToolCall]:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
@@ -196,6 +197,7 @@ class _Search:
         # results computed from an earlier one, while identical states share them
         root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],))
         self.lo, self.hi, self.perceiver_calls = math.inf, -math.inf, 0
+        self.best_rollout = (-math.inf, [])
         self.expand(root, None)
         deadline = time.perf_counter() + self.s.time_budget_s
         if not root.proposals:  # nothing worth trying: no search needed
@@ -222,6 +224,7 @@ class _Search:
                 node, path = child, path + [child]
             # 3. simulation: random actions (or stop) down to depth d, from the states' own proposals
             key, state, options, intent = node.key, node.state, node.proposals or [], node.action.label() if node.action else ""
+            edits = [n.action for n in path[1:] if n.action is not STOP]
             for level in range(node.depth, self.s.depth):
                 if level > node.depth:  # the proposals of the state reached (not of the rollout's last state)
                     options = self._rollout_options(key, state, options)
@@ -231,9 +234,12 @@ class _Search:
                 if call is STOP:
                     break
                 key, state = self.apply(key, state, call)
+                edits.append(call)
                 intent = call.label()
             g = self.value(key, state, intent)  # G(s_T), backed up as it is (a "max" backup measured no better)
             self.lo, self.hi = min(self.lo, g), max(self.hi, g)
+            if g > self.best_rollout[0]:
+                self.best_rollout = (g, edits)
             # 4. backpropagation
             for n in path:
                 n.visits += 1
@@ -244,6 +250,23 @@ class _Search:
         if self.expensive:
             return inherited  # a vision brain is asked for tree states only (its budget), not for rollouts
         return self._perception(key, state)
+
+
+def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
+                     original: np.ndarray, trace: Trace, agent: str, step: int,
+                     should_stop: Callable[[], None] | None = None) -> tuple:
+    """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)])."""
+    t, out, done = time.perf_counter(), current, []
+    for call in calls:
+        if should_stop:
+            should_stop()
+        out = tools.call(call.tool, out, call.params)[0]
+        done.append((call, out))
+    s = reward.score(out, original)
+    trace.add("reward", agent, f"full-resolution sequence {' → '.join(c.label() for c in calls)} (the search's best "
+                               "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
+              scores=s.as_dict(), preview=out)
+    return s, done
 
 
 def root_state(image: np.ndarray, side: int) -> State:
@@ -336,24 +359,37 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         # re-run the most visited first actions at full resolution
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
                             trace, agent, step, should_stop)
-        gain = best[0].total - current_score.total
-        search.memory.append(Memory(best[1], gain, gain > s.min_gain))
+        score, chosen = best[0], [(best[1], best[2])]
+        # the search's best rollout, when it is a sequence, is re-run too: a first edit that pays off only after
+        # a second (gamma, then exposure) loses the one-action check above, though the search found where it leads
+        plan = search.best_rollout[1]
+        if len(plan) >= 2:
+            sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop)
+            if sequence[0].total > score.total:
+                score, chosen = sequence
+        gain = score.total - current_score.total
+        label = " → ".join(call.label() for call, _ in chosen)
+        search.memory.extend(Memory(call, gain, gain > s.min_gain) for call, _ in chosen)
         for child in tree.get("children", []):  # the chosen path, for the tree view
-            if child["action"] == best[1].label():
+            if child["action"] == chosen[0][0].label():
                 child["chosen"] = "kept" if gain > s.min_gain else "reverted"
         if gain > s.min_gain:
-            current, current_score = best[2], best[0]
-            states.append(current)
-            actions.append(best[1])
+            for call, img in chosen:
+                states.append(img)
+                actions.append(call)
+            current, current_score = chosen[-1][1], score
             stale = 0
-            trace.add("loop", agent, f"accept {best[1].label()}", round=step,
-                      outputs={"action": best[1].as_dict(), "chosen": best[1].label(), "reward": current_score.report()},
+            trace.add("loop", agent, f"accept {label}", round=step,
+                      outputs={"action": chosen[0][0].as_dict(), "chosen": chosen[0][0].label(),  # the tree's child
+                               "reward": current_score.report()}
+                      | ({"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}),
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1,
                       preview=current)
         else:
             stale += 1
-            trace.add("loop", agent, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,
-                      scores={"gain": round(gain, 5)}, outputs={"chosen": best[1].label()})
+            trace.add("loop", agent, f"revert: best {label} gains {gain:+.4f}", round=step,
+                      scores={"gain": round(gain, 5)}, outputs={"chosen": chosen[0][0].label()}
+                      | ({"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}))
             if stale >= s.patience:
                 trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
                 break

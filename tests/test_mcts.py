@@ -58,6 +58,22 @@ def test_mcts_finds_the_best_sequence_that_greedy_misses():
     assert tree["visits"] == 200 and max(tree["children"], key=lambda c: c["visits"])["action"] == "b()"
 
 
+def test_the_best_rollout_is_re_run_when_its_first_edit_alone_scores_worse():
+    """A valley: "b" alone scores below the start, "b" then "c" is the best state. The one-action check rejects
+    "b" on its own, so the executor also re-runs the search's best rollout as a sequence and keeps it."""
+    class ValleyReward(ToyReward):
+        def score(self, img, original=None, crops=None, intent="", known=None):
+            v = round(float(img.mean()), 2)
+            return Score(total={0.3: 0.0, 0.5: 0.2, 0.45: -0.5, 1.0: 1.0}.get(v, -1.0), components={}, raw={"value": v})
+
+    settings = MCTSSettings(simulations=60, depth=2, top_k=1, max_steps=2, min_gain=0.01, preview_side=8, seed=1)
+    result = mcts_enhance(start(), TOY, ValleyReward(), settings, perceiver=AllMoves())
+    assert [a.tool for a in result.actions] == ["b", "c"] and result.score_after == 1.0
+    assert len(result.steps) == 3  # the input, then the state after each edit of the sequence
+    accepted = [st for st in result.trace.steps if st.role == "loop" and st.action.startswith("accept")]
+    assert accepted[0].action == "accept b() → c()" and [c["tool"] for c in accepted[0].outputs["sequence"]] == ["b", "c"]
+
+
 def test_visits_concentrate_on_the_better_child():
     """Normalised UCT: the best first move gets most of the visits, not an even share of them."""
     settings = MCTSSettings(simulations=120, depth=2, top_k=1, max_steps=1, preview_side=8, seed=3)
