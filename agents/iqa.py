@@ -35,9 +35,10 @@ def _gamma_tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nearest_on_grid(table: np.ndarray, values: np.ndarray, squared: bool = True) -> np.ndarray:
-    """``argmin((table - v) ** 2)`` (or of ``abs(table - v)``, as the reference code has it) for each value, by bisection of the monotonic ``table`` (9801 points; the
-    search fits thousands of distributions). The nearest is one of the two entries around the value; a tie in
-    the rounded distances, or a value that is not finite, takes the full scan, so the index is always argmin's."""
+    """``argmin((table - v) ** 2)`` (or of ``abs(table - v)``, as the reference code has it) for each value, by
+    bisection of the monotonic ``table`` (9801 points; the search fits thousands of distributions). The nearest
+    is one of the two entries around the value; a tie in the rounded distances, or a value that is not finite,
+    takes the full scan, so the index is always argmin's."""
     values = np.asarray(values, np.float64)
     rising = table[-1] > table[0]
     pos = np.searchsorted(table if rising else table[::-1], values)
