@@ -19,8 +19,8 @@ import hashlib
 import math
 import random
 import time
-from dataclasses import dataclass, field, replace
 from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
