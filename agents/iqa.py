@@ -260,15 +260,20 @@ _NIQE_SHIFTS = ((0, 1), (1, 0), (1, 1), (1, -1))
 NIQE_BLOCK = 96
 
 
+def _wrapped(d: int, size: int) -> tuple[tuple[slice, slice], ...]:
+    """Along one axis of length ``size``: (where, neighbour) slice pairs so that ``x[where] * x[neighbour]`` is
+    each position times the one ``d`` before it, wrapping around (what ``np.roll`` by ``d`` pairs it with)."""
+    d %= size
+    return (slice(d, size), slice(0, size - d)), (slice(0, d), slice(size - d, size))
+
+
 def _shifted_products(blocks: np.ndarray, shifts, out: np.ndarray) -> None:
     """``blocks * np.roll(blocks, shift, axis=(1, 2))`` for each shift, into ``out[k]``: the same products
     (each pixel times its wrapped neighbour within the block) written by slices instead of a rolled copy."""
     size = blocks.shape[1]
     for k, (dy, dx) in enumerate(shifts):
-        for ys, yn in ((slice(dy, size), slice(0, size - dy)), (slice(0, dy), slice(size - dy, size))) if dy >= 0 \
-                else ((slice(0, size + dy), slice(-dy, size)), (slice(size + dy, size), slice(0, -dy))):
-            for xs, xn in ((slice(dx, size), slice(0, size - dx)), (slice(0, dx), slice(size - dx, size))) if dx >= 0 \
-                    else ((slice(0, size + dx), slice(-dx, size)), (slice(size + dx, size), slice(0, -dx))):
+        for ys, yn in _wrapped(dy, size):
+            for xs, xn in _wrapped(dx, size):
                 np.multiply(blocks[:, ys, xs], blocks[:, yn, xn], out=out[k][:, ys, xs])
 
 

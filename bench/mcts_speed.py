@@ -151,10 +151,10 @@ def simulation_rate(rounds: int = 7) -> None:
               f"to {max(runs[side]):.2f})")
     # each round's own ratio too: its two runs are seconds apart, so a slow spell of a shared machine falls on
     # both (the ratio of the medians pairs runs from different moments)
-    paired = statistics.median(q / f for q, f in zip(runs[512], runs[2048]))
+    paired = [q / f for q, f in zip(runs[512], runs[2048])]
     print(f"   1/4 runs {rates[512] / rates[2048]:.1f}x the simulations per second of full resolution "
-          f"(median of the rounds' own ratios: {paired:.1f}x, from {min(q / f for q, f in zip(runs[512], runs[2048])):.1f} "
-          f"to {max(q / f for q, f in zip(runs[512], runs[2048])):.1f})")
+          f"(median of the rounds' own ratios: {statistics.median(paired):.1f}x, from {min(paired):.1f} "
+          f"to {max(paired):.1f})")
 
 
 def ranking_agreement() -> None:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import replace
 import random
 import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np

@@ -80,6 +80,14 @@ def test_banded_resize_is_matlabs_resize_matrix():
     assert np.allclose(dense(50).sum(axis=1), 1.0)  # each output pixel a weighted mean
 
 
+@pytest.mark.parametrize("shift", [(0, 1), (1, 0), (1, 1), (1, -1), (-1, 1), (2, -3)])
+def test_neighbour_products_by_slices_are_the_rolled_products(shift):
+    blocks = np.random.default_rng(5).normal(size=(3, 7, 7))
+    out = np.empty((1, 3, 7, 7))
+    iqa._shifted_products(blocks, [shift], out)
+    assert np.array_equal(out[0], blocks * np.roll(blocks, shift, axis=(1, 2)))
+
+
 def test_statistics_are_the_same_measured_in_two_threads(photos):
     """The reward's worker thread (BRISQUE and texture beside NIQE and tone) changes no value, only the time."""
     from concurrent.futures import ThreadPoolExecutor
