@@ -16,6 +16,7 @@ calibration images in ``tests/data/iqa``. Model parameters ship in ``agents/data
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,6 +32,29 @@ def _gamma_tables() -> tuple[np.ndarray, np.ndarray]:
     aggd_ratio = g[:, 1] ** 2 / (g[:, 0] * g[:, 2])
     ggd_ratio = g[:, 0] * g[:, 2] / g[:, 1] ** 2
     return aggd_ratio, ggd_ratio
+
+
+def _nearest_on_grid(table: np.ndarray, values: np.ndarray, squared: bool = True) -> np.ndarray:
+    """``argmin((table - v) ** 2)`` (or of ``abs(table - v)``, as the reference code has it) for each value, by
+    bisection of the monotonic ``table`` (9801 points; the search fits thousands of distributions). The nearest
+    is one of the two entries around the value; a tie in the rounded distances, or a value that is not finite,
+    takes the full scan, so the index is always argmin's."""
+    values = np.asarray(values, np.float64)
+    rising = table[-1] > table[0]
+    pos = np.searchsorted(table if rising else table[::-1], values)
+    if not rising:
+        pos = len(table) - pos
+    window = np.clip(pos[..., None] + np.arange(-2, 2), 0, len(table) - 1)
+    distance = (lambda d: d * d) if squared else np.abs
+    dist = distance(table[window] - values[..., None])
+    pick = np.argmin(dist, axis=-1)
+    best = np.take_along_axis(window, pick[..., None], axis=-1)[..., 0]
+    # argmin keeps the first of equal distances: a tie at the window's left edge may continue further left
+    edge_tie = (dist[..., 0] == np.take_along_axis(dist, pick[..., None], axis=-1)[..., 0]) & (window[..., 0] > 0)
+    unsure = edge_tie | ~np.isfinite(values)
+    if unsure.any():
+        best[unsure] = np.argmin(distance(table[None, :] - values[unsure][:, None]), axis=1)
+    return best
 
 
 def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
@@ -66,8 +90,9 @@ def _cubic(x: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=32)
-def _resize_matrix(n_in: int, scale: float) -> np.ndarray:
-    """MATLAB ``imresize`` (bicubic, antialiased when shrinking) along one axis, as a dense matrix."""
+def _resize_taps(n_in: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """MATLAB ``imresize`` (bicubic, antialiased when shrinking) along one axis: for each output pixel, the
+    input pixels it reads (symmetric padding folded in) and their weights, taps with no weight left out."""
     n_out = int(math.ceil(n_in * scale))
     width = 4.0 / scale if scale < 1 else 4.0
     u = np.arange(1, n_out + 1) / scale + 0.5 * (1 - 1 / scale)
@@ -78,18 +103,28 @@ def _resize_matrix(n_in: int, scale: float) -> np.ndarray:
     w /= w.sum(axis=1, keepdims=True)
     mirror = np.concatenate([np.arange(n_in), np.arange(n_in)[::-1]])  # symmetric padding
     cols = mirror[np.mod(idx.astype(np.int64) - 1, 2 * n_in)]
-    mat = np.zeros((n_out, n_in))
-    np.add.at(mat, (np.repeat(np.arange(n_out), idx.shape[1]), cols.ravel()), w.ravel())
-    return mat
+    used = np.any(w != 0, axis=0)  # as the reference, which drops the all-zero columns of its weights
+    cols, w = np.ascontiguousarray(cols[:, used]), np.ascontiguousarray(w[:, used])
+    cols.setflags(write=False)
+    w.setflags(write=False)
+    return cols, w
+
+
+def _resize_rows(img: np.ndarray, n_out_scale: float) -> np.ndarray:
+    """``imresize`` along axis 0: a weighted sum of a few gathered rows per tap."""
+    cols, w = _resize_taps(img.shape[0], n_out_scale)
+    out = w[:, 0, None] * img[cols[:, 0]]
+    for k in range(1, cols.shape[1]):
+        out += w[:, k, None] * img[cols[:, k]]
+    return out
 
 
 def imresize_half(img: np.ndarray) -> np.ndarray:
-    import torch
-
-    # torch's product, not numpy's: numpy's OpenBLAS threads would spin on the cores after it, against the
-    # torch filters that come next (the search scores many states)
-    rows, cols = (torch.from_numpy(_resize_matrix(n, 0.5)) for n in img.shape[:2])
-    return (rows @ torch.from_numpy(np.ascontiguousarray(img, np.float64)) @ cols.T).numpy()
+    """MATLAB's ``imresize(img, 0.5)`` of a 2-D float image, rows then columns, as sums over each output
+    pixel's taps. Numpy's elementwise loops only: a BLAS product (numpy's or torch's) leaves its threads
+    spinning on the cores after it returns, against whatever runs next (the search scores many states)."""
+    img = np.asarray(img, np.float64)
+    return np.ascontiguousarray(_resize_rows(np.ascontiguousarray(_resize_rows(img, 0.5).T), 0.5).T)
 
 
 @lru_cache(maxsize=1)
@@ -128,7 +163,7 @@ def fit_ggd(vec: np.ndarray) -> tuple[float, float]:
     if e <= 0:  # a flat image has no structure to fit
         return float("nan"), sigma_sq
     rho = sigma_sq / (e * e)
-    return float(_SHAPE_GRID[np.argmin(np.abs(rho - _gamma_tables()[1]))]), sigma_sq
+    return float(_SHAPE_GRID[_nearest_on_grid(_gamma_tables()[1], np.array(rho), squared=False)]), sigma_sq
 
 
 def fit_aggd(vec: np.ndarray) -> tuple[float, float, float]:
@@ -149,13 +184,15 @@ def fit_aggd(vec: np.ndarray) -> tuple[float, float, float]:
     rhatnorm = rhat * (gammahat ** 3 + 1) * (gammahat + 1) / (gammahat ** 2 + 1) ** 2
     if not math.isfinite(rhatnorm):
         return float("nan"), left, right
-    return float(_SHAPE_GRID[np.argmin((_gamma_tables()[0] - rhatnorm) ** 2)]), left, right
+    return float(_SHAPE_GRID[_nearest_on_grid(_gamma_tables()[0], np.array(rhatnorm))]), left, right
 
 
 def fit_aggd_rows(vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``fit_aggd`` on every row of ``vecs`` at once (NIQE fits 5 per block, and the search scores many states)."""
     neg, pos = np.minimum(vecs, 0.0), np.maximum(vecs, 0.0)  # each side, zeros elsewhere (they add nothing)
-    n_neg, n_pos = np.count_nonzero(neg, axis=1), np.count_nonzero(pos, axis=1)
+    # a row at a time on a boolean mask: numpy's count along an axis of floats is several times slower
+    n_neg = np.array([np.count_nonzero(row) for row in neg != 0], np.int64)
+    n_pos = np.array([np.count_nonzero(row) for row in pos != 0], np.int64)
     neg_sq, pos_sq = np.einsum("ij,ij->i", neg, neg), np.einsum("ij,ij->i", pos, pos)
     with np.errstate(invalid="ignore", divide="ignore"):
         left = np.where(n_neg > 0, np.sqrt(neg_sq / np.maximum(n_neg, 1)), np.nan)
@@ -167,7 +204,7 @@ def fit_aggd_rows(vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     ok = (energy > 0) & (left > 0) & (right > 0) & np.isfinite(rhatnorm)
     shape = np.full(len(vecs), np.nan)
     if ok.any():
-        shape[ok] = _SHAPE_GRID[np.argmin((_gamma_tables()[0][None, :] - rhatnorm[ok, None]) ** 2, axis=1)]
+        shape[ok] = _SHAPE_GRID[_nearest_on_grid(_gamma_tables()[0], rhatnorm[ok])]
     return shape, left, right
 
 
@@ -176,8 +213,9 @@ def fit_aggd_rows(vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 _BRISQUE_SHIFTS = ((0, 1), (1, 0), (1, 1), (-1, 1))
 
 
-def brisque_features(gray255: np.ndarray) -> np.ndarray:
-    """The 36 BRISQUE features (18 per scale) of a gray image in 0..255."""
+def brisque_features(gray255: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
+    """The 36 BRISQUE features (18 per scale) of a gray image in 0..255 (``half``: its ``imresize_half``, when
+    already made)."""
     feats: list[float] = []
     img = np.asarray(gray255, np.float64)
     for scale in range(2):
@@ -191,7 +229,7 @@ def brisque_features(gray255: np.ndarray) -> np.ndarray:
             mean = (right - left) * (math.gamma(2 / a) / math.gamma(1 / a)) * const
             feats += [a, mean, left * left, right * right]
         if scale == 0:
-            img = imresize_half(img)
+            img = imresize_half(img) if half is None else half
     return np.array(feats)
 
 
@@ -210,12 +248,12 @@ def brisque_from_features(feats: np.ndarray) -> float:
     return float(m["coefficients"] @ np.exp(-float(m["gamma"]) * d2) - float(m["rho"]))
 
 
-def brisque(gray255: np.ndarray) -> float:
+def brisque(gray255: np.ndarray, half: np.ndarray | None = None) -> float:
     """BRISQUE score of a gray image in 0..255 (lower is better; about 0..100; NaN for a flat image)."""
     img = np.asarray(gray255, np.float64)
     if min(img.shape[:2]) < 16:
         raise ValueError(f"BRISQUE needs an image of at least 16x16 pixels, got {img.shape[1]}x{img.shape[0]}")
-    return brisque_from_features(brisque_features(img))
+    return brisque_from_features(brisque_features(img, half))
 
 
 # ---------------------------------------------------------------------------- NIQE
@@ -224,19 +262,41 @@ _NIQE_SHIFTS = ((0, 1), (1, 0), (1, 1), (1, -1))
 NIQE_BLOCK = 96
 
 
+def _wrapped(d: int, size: int) -> tuple[tuple[slice, slice], ...]:
+    """Along one axis of length ``size``: (where, neighbour) slice pairs so that ``x[where] * x[neighbour]`` is
+    each position times the one ``d`` before it, wrapping around (what ``np.roll`` by ``d`` pairs it with)."""
+    d %= size
+    return (slice(d, size), slice(0, size - d)), (slice(0, d), slice(size - d, size))
+
+
+def _shifted_products(blocks: np.ndarray, shifts, out: np.ndarray) -> None:
+    """``blocks * np.roll(blocks, shift, axis=(1, 2))`` for each shift, into ``out[k]``: the same products
+    (each pixel times its wrapped neighbour within the block) written by slices instead of a rolled copy."""
+    size = blocks.shape[1]
+    for k, (dy, dx) in enumerate(shifts):
+        for ys, yn in _wrapped(dy, size):
+            for xs, xn in _wrapped(dx, size):
+                np.multiply(blocks[:, ys, xs], blocks[:, yn, xn], out=out[k][:, ys, xs])
+
+
 def _niqe_scale_features(struct: np.ndarray, size: int, rows: int, cols: int) -> np.ndarray:
     """The 18 features of every ``size`` block of one scale's MSCN image (rows: blocks, column by column)."""
     from scipy.special import gamma
 
-    blocks = struct[: rows * size, : cols * size].reshape(rows, size, cols, size).transpose(2, 0, 1, 3)
-    blocks = blocks.reshape(rows * cols, size, size)  # column-major order of the blocks, as the reference
-    a, left, right = fit_aggd_rows(blocks.reshape(len(blocks), -1))
+    n = rows * cols
+    # the blocks and their four neighbour products, fitted in one call
+    fits = np.empty((1 + len(_NIQE_SHIFTS), n, size, size))
+    blocks = fits[0]
+    blocks.reshape(cols, rows, size, size)[...] = struct[: rows * size, : cols * size].reshape(
+        rows, size, cols, size).transpose(2, 0, 1, 3)  # column-major order of the blocks, as the reference
+    _shifted_products(blocks, _NIQE_SHIFTS, fits[1:])
+    a_all, left_all, right_all = (x.reshape(len(fits), n) for x in fit_aggd_rows(fits.reshape(len(fits) * n, -1)))
     with np.errstate(invalid="ignore"):
+        a, left, right = a_all[0], left_all[0], right_all[0]
         c = np.sqrt(gamma(1 / a) / gamma(3 / a))
         feats = [a, (left * c + right * c) / 2]
-        for shift in _NIQE_SHIFTS:  # products with neighbours, wrapping within each block like np.roll on it
-            pair = blocks * np.roll(blocks, shift, axis=(1, 2))
-            a, left, right = fit_aggd_rows(pair.reshape(len(blocks), -1))
+        for k in range(1, len(fits)):  # products with neighbours, wrapping within each block like np.roll on it
+            a, left, right = a_all[k], left_all[k], right_all[k]
             c = np.sqrt(gamma(1 / a) / gamma(3 / a))
             bl, br = left * c, right * c
             mean = (br - bl) * (gamma(2 / a) / gamma(1 / a))
@@ -245,18 +305,22 @@ def _niqe_scale_features(struct: np.ndarray, size: int, rows: int, cols: int) ->
     return np.stack(feats, axis=1)
 
 
-def niqe_features(gray255: np.ndarray) -> np.ndarray:
-    """Per-block NIQE features (rows: 96 px blocks; 36 columns over two scales)."""
+def niqe_features(gray255: np.ndarray, half: np.ndarray | None = None, pool: Executor | None = None) -> np.ndarray:
+    """Per-block NIQE features (rows: 96 px blocks; 36 columns over two scales). ``half``: the ``imresize_half``
+    of the image when already made (used only when the image is whole blocks, so nothing is cut off first);
+    ``pool``: a spare thread that measures the coarse scale while this one measures the fine one."""
     img = np.asarray(gray255, np.float64)
     rows, cols = img.shape[0] // NIQE_BLOCK, img.shape[1] // NIQE_BLOCK
-    img = img[: rows * NIQE_BLOCK, : cols * NIQE_BLOCK]
-    per_scale = []
-    for scale in range(2):
-        struct, _ = mscn(img, "replicate")
-        per_scale.append(_niqe_scale_features(struct, NIQE_BLOCK >> scale, rows, cols))
-        if scale == 0:
-            img = imresize_half(img)
-    return np.hstack(per_scale)
+    if img.shape[:2] != (rows * NIQE_BLOCK, cols * NIQE_BLOCK):
+        img, half = img[: rows * NIQE_BLOCK, : cols * NIQE_BLOCK], None
+
+    def scale_features(level: np.ndarray, size: int) -> np.ndarray:
+        return _niqe_scale_features(mscn(level, "replicate")[0], size, rows, cols)
+
+    half = imresize_half(img) if half is None else half
+    coarse = pool.submit(scale_features, half, NIQE_BLOCK >> 1) if pool is not None else None
+    fine = scale_features(img, NIQE_BLOCK)
+    return np.hstack([fine, coarse.result() if coarse is not None else scale_features(half, NIQE_BLOCK >> 1)])
 
 
 @lru_cache(maxsize=1)
@@ -265,13 +329,14 @@ def _niqe_model() -> tuple[np.ndarray, np.ndarray]:
         return data["mu"].astype(np.float64).ravel(), data["cov"].astype(np.float64)
 
 
-def niqe(gray255: np.ndarray) -> float:
-    """NIQE of a gray image in 0..255 (lower is better; needs at least 192x192 pixels; NaN for a flat image)."""
+def niqe(gray255: np.ndarray, half: np.ndarray | None = None, pool: Executor | None = None) -> float:
+    """NIQE of a gray image in 0..255 (lower is better; needs at least 192x192 pixels; NaN for a flat image);
+    ``half`` and ``pool`` as for ``niqe_features``."""
     img = np.asarray(gray255, np.float64)
     if min(img.shape[:2]) < 2 * NIQE_BLOCK:
         raise ValueError(f"NIQE needs an image of at least {2 * NIQE_BLOCK}x{2 * NIQE_BLOCK} pixels, "
                          f"got {img.shape[1]}x{img.shape[0]}")
-    feats = niqe_features(img)
+    feats = niqe_features(img, half, pool)
     mu_pristine, cov_pristine = _niqe_model()
     complete = feats[~np.isnan(feats).any(axis=1)]
     if not len(complete):

@@ -19,6 +19,7 @@ import hashlib
 import math
 import random
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -29,7 +30,7 @@ from ..tools.spec import ToolRegistry
 from .enhance import rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from .records import ToolCall
-from .reward import ClassicReward, image_statistics, texture_crops
+from .reward import ClassicReward, image_statistics, spare_thread, texture_crops
 from .trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
@@ -120,8 +121,10 @@ class MCTSResult:
 
 
 class _Search:
-    def __init__(self, tools, reward, perceiver, settings, original_preview, rng):
+    def __init__(self, tools, reward, perceiver, settings, original_preview, rng, pool=None):
         self.tools, self.reward, self.perceiver, self.s = tools, reward, perceiver, settings
+        self.pool = pool  # a spare thread (spare_thread) for statistics and crop edits beside the others
+        self.reward_pool = {"pool": pool} if pool is not None and isinstance(reward, ClassicReward) else {}
         self.original = original_preview
         self.rng = rng
         self.states: dict[tuple, State] = {}
@@ -135,11 +138,12 @@ class _Search:
         self.perceiver_calls = 0  # this step's calls to an expensive perceiver
         self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
         self.lo, self.hi = math.inf, -math.inf  # the rewards seen this step, for UCT's normalisation
+        self.best_rollout: tuple[float, list[ToolCall]] = (-math.inf, [])  # this step's best G(s_T) and its edits
 
     def _perception(self, key: tuple, state: State) -> list[ToolCall]:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
-            stats = self.statistics[key] = image_statistics(state.preview, state.crops)
+            stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool)
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())
@@ -167,14 +171,14 @@ class _Search:
         if key in self.states:
             self.hits += 1
         else:
-            self.states[key] = apply_call(self.tools, state, call)
+            self.states[key] = apply_call(self.tools, state, call, self.pool)
         return key, self.states[key]
 
     def value(self, key: tuple, state: State, intent: str) -> float:
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
             self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops, intent=intent,
-                                                 known=self.statistics.get(key)).total
+                                                 known=self.statistics.get(key), **self.reward_pool).total
         return self.scores[key]
 
     def uct(self, parent: TreeNode, child: TreeNode) -> float:
@@ -193,6 +197,7 @@ class _Search:
         # results computed from an earlier one, while identical states share them
         root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],))
         self.lo, self.hi, self.perceiver_calls = math.inf, -math.inf, 0
+        self.best_rollout = (-math.inf, [])
         self.expand(root, None)
         deadline = time.perf_counter() + self.s.time_budget_s
         if not root.proposals:  # nothing worth trying: no search needed
@@ -219,6 +224,7 @@ class _Search:
                 node, path = child, path + [child]
             # 3. simulation: random actions (or stop) down to depth d, from the states' own proposals
             key, state, options, intent = node.key, node.state, node.proposals or [], node.action.label() if node.action else ""
+            edits = [n.action for n in path[1:] if n.action is not STOP]
             for level in range(node.depth, self.s.depth):
                 if level > node.depth:  # the proposals of the state reached (not of the rollout's last state)
                     options = self._rollout_options(key, state, options)
@@ -228,9 +234,12 @@ class _Search:
                 if call is STOP:
                     break
                 key, state = self.apply(key, state, call)
+                edits.append(call)
                 intent = call.label()
             g = self.value(key, state, intent)  # G(s_T), backed up as it is (a "max" backup measured no better)
             self.lo, self.hi = min(self.lo, g), max(self.hi, g)
+            if g > self.best_rollout[0]:
+                self.best_rollout = (g, edits)
             # 4. backpropagation
             for n in path:
                 n.visits += 1
@@ -243,23 +252,48 @@ class _Search:
         return self._perception(key, state)
 
 
+def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
+                     original: np.ndarray, trace: Trace, agent: str, step: int,
+                     should_stop: Callable[[], None] | None = None) -> tuple:
+    """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)])."""
+    t, out, done = time.perf_counter(), current, []
+    for call in calls:
+        if should_stop:
+            should_stop()
+        out = tools.call(call.tool, out, call.params)[0]
+        done.append((call, out))
+    s = reward.score(out, original)
+    trace.add("reward", agent, f"full-resolution sequence {' → '.join(c.label() for c in calls)} (the search's best "
+                               "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
+              scores=s.as_dict(), preview=out)
+    return s, done
+
+
 def root_state(image: np.ndarray, side: int) -> State:
     """The search's view of a photo: a copy at most ``side`` long plus its native-resolution texture crops."""
     preview = resize_longest(image, side)
     return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]))
 
 
-def apply_call(tools: ToolRegistry, state: State, call: ToolCall) -> State:
+def apply_call(tools: ToolRegistry, state: State, call: ToolCall, pool: Executor | None = None) -> State:
     """One edit on a search state: the copy with pixel lengths scaled to it, and the native-resolution crops
-    edited as parts of the whole photo (with what the tool measures on the whole, read from the copy)."""
+    edited as parts of the whole photo (with what the tool measures on the whole, read from the copy).
+    ``pool``: a spare thread that edits the crops while this one edits the copy (not for model tools)."""
     spec = tools.get(call.tool)
     pins = spec.pinned(state.preview, spec.validate(call.params)[0])
+    native = spec.pins_at_scale(pins, 1.0 / state.scale)
+
+    def edit_crops() -> list[np.ndarray]:
+        return [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops]
+
+    crops = pool.submit(edit_crops) if pool is not None and not spec.needs_runtime else None
     preview = tools.call(call.tool, state.preview, call.params, scale=state.scale, pins=pins)[0]
     # a tool that changes the geometry (crop, rotate, resize) leaves the texture crops as they were
     if preview.shape[:2] != state.preview.shape[:2]:
+        if crops is not None:
+            crops.exception()  # edited for nothing; waited for, so the thread is free again, and not raised
         return State(preview, state.crops, state.scale)
-    native = spec.pins_at_scale(pins, 1.0 / state.scale)
-    return State(preview, [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops], state.scale)
+    return State(preview, crops.result() if crops is not None else edit_crops(), state.scale)
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
@@ -270,13 +304,18 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     """Search and apply edits step by step; ``listener`` gets each trace step as it is made."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
+    with spare_thread() as pool:
+        return _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool)
+
+
+def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool):
     s = settings or MCTSSettings()
     reward, perceiver = reward or ClassicReward(), perceiver or RulePerceiver()
     trace = Trace(title=f"PhotoAgent MCTS ({s.simulations} simulations x depth {s.depth} per step)", listener=listener)
     if isinstance(perceiver, BrainPerceiver):  # its calls go in this trace
         perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
-    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed))
+    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed), pool)
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
@@ -320,24 +359,37 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
         # re-run the most visited first actions at full resolution
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
                             trace, agent, step, should_stop)
-        gain = best[0].total - current_score.total
-        search.memory.append(Memory(best[1], gain, gain > s.min_gain))
+        score, chosen = best[0], [(best[1], best[2])]
+        # the search's best rollout, when it is a sequence, is re-run too: a first edit that pays off only after
+        # a second (gamma, then exposure) loses the one-action check above, though the search found where it leads
+        plan = search.best_rollout[1]
+        if len(plan) >= 2:
+            sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop)
+            if sequence[0].total > score.total:
+                score, chosen = sequence
+        gain = score.total - current_score.total
+        label = " → ".join(call.label() for call, _ in chosen)
+        search.memory.extend(Memory(call, gain, gain > s.min_gain) for call, _ in chosen)
         for child in tree.get("children", []):  # the chosen path, for the tree view
-            if child["action"] == best[1].label():
+            if child["action"] == chosen[0][0].label():
                 child["chosen"] = "kept" if gain > s.min_gain else "reverted"
         if gain > s.min_gain:
-            current, current_score = best[2], best[0]
-            states.append(current)
-            actions.append(best[1])
+            for call, img in chosen:
+                states.append(img)
+                actions.append(call)
+            current, current_score = chosen[-1][1], score
             stale = 0
-            trace.add("loop", agent, f"accept {best[1].label()}", round=step,
-                      outputs={"action": best[1].as_dict(), "chosen": best[1].label(), "reward": current_score.report()},
+            trace.add("loop", agent, f"accept {label}", round=step,
+                      outputs={"action": chosen[0][0].as_dict(), "chosen": chosen[0][0].label(),  # the tree's child
+                               "reward": current_score.report()}
+                      | ({"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}),
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1,
                       preview=current)
         else:
             stale += 1
-            trace.add("loop", agent, f"revert: best {best[1].label()} gains {gain:+.4f}", round=step,
-                      scores={"gain": round(gain, 5)}, outputs={"chosen": best[1].label()})
+            trace.add("loop", agent, f"revert: best {label} gains {gain:+.4f}", round=step,
+                      scores={"gain": round(gain, 5)}, outputs={"chosen": chosen[0][0].label()}
+                      | ({"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}))
             if stale >= s.patience:
                 trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
                 break

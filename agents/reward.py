@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
@@ -229,29 +232,59 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
             "sharpness": float(np.mean([_sharpness(x) for x in lums]))}
 
 
+@contextmanager
+def spare_thread() -> Iterator[Executor | None]:
+    """A second thread for work that can run beside the caller's (the search's statistics and the edits of its
+    texture crops), when torch may use more than one thread (the count ComfyUI and the benchmarks set); else None.
+    Held for a whole search: a fresh thread's first large arrays come from a fresh malloc arena, whose page
+    faults cost more than the second core saves."""
+    import torch
+
+    if torch.get_num_threads() < 2:
+        yield None
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="edit-agents") as pool:
+        yield pool
+
+
 def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, texture: bool = True,
-                   iqa: tuple[str, ...] = CLASSIC_IQA, known: Mapping[str, float] | None = None) -> dict[str, float]:
+                   iqa: tuple[str, ...] = CLASSIC_IQA, known: Mapping[str, float] | None = None,
+                   pool: Executor | None = None) -> dict[str, float]:
     """Every raw statistic the components read: tone and colour on the copy, and (``texture``) noise and
     sharpness plus the ``iqa`` scores on the native-resolution crops (``crops``, or four taken from ``img``).
-    ``known``: statistics already measured on this same image (the search's perceiver reads them too)."""
+    ``known``: statistics already measured on this same image (the search's perceiver reads them too);
+    ``pool``: a spare thread (``spare_thread``) that texture and BRISQUE run in while the rest runs here (numpy
+    and OpenCV let go of the interpreter in their loops, so two cores share the work). The same values either way."""
     raw = dict(known or {})
-    if "mean_luma" not in raw:
-        raw.update(global_statistics(img))
     iqa = tuple(k for k in iqa if k not in raw)
     texture = texture and "noise_sigma" not in raw
-    if texture or iqa:
-        crops = crops if crops is not None else texture_crops(img)
-        if texture:
-            raw.update(texture_statistics(crops))
-        if iqa:
-            raw.update(brisque_niqe(mosaic(crops), iqa))
+    if (texture or iqa) and crops is None:
+        crops = texture_crops(img)
+    parts: dict[str, Callable[[], dict[str, float]]] = {}  # in the order the statistics are listed
+    if "mean_luma" not in raw:
+        parts["global"] = lambda: global_statistics(img)
+    if texture:
+        parts["texture"] = lambda: texture_statistics(crops)
+    if iqa:
+        for name, score in _iqa_parts(mosaic(crops), iqa, pool).items():
+            parts[name] = lambda name=name, score=score: {name: score()}
+    aside = [k for k in ("texture", "brisque") if k in parts] if pool is not None else []
+    if len(aside) == len(parts):  # nothing left to do here meanwhile
+        aside = []
+    elsewhere = pool.submit(lambda: {k: parts[k]() for k in aside}) if aside else None
+    done = {k: part() for k, part in parts.items() if k not in aside}
+    if elsewhere is not None:
+        done.update(elsewhere.result())
+    for k in parts:
+        raw.update(done[k])
     return raw
 
 
-def image_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None) -> dict[str, float]:
+def image_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None,
+                     pool: Executor | None = None) -> dict[str, float]:
     """Raw statistics of a float image (any size): tone and colour on a <=256 px copy, noise and sharpness on
-    native-resolution crops (``crops``, or four taken from ``img`` itself)."""
-    return raw_statistics(img, crops, iqa=())
+    native-resolution crops (``crops``, or four taken from ``img`` itself); ``pool`` as for raw_statistics."""
+    return raw_statistics(img, crops, iqa=(), pool=pool)
 
 
 def _colourfulness(rgb: np.ndarray) -> float:
@@ -324,24 +357,33 @@ def mosaic(crops: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(rows, axis=0)
 
 
-def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[str, float]:
-    """BRISQUE and NIQE of an image (pass the texture mosaic to read native resolution).
-
-    NIQE needs 192 px on the short side; smaller images are upscaled to that first.
-    """
-    from .iqa import NIQE_BLOCK, brisque, niqe, to_gray255
+def _iqa_parts(img: np.ndarray, want: tuple[str, ...], pool: Executor | None = None) -> dict[str, Callable[[], float]]:
+    """BRISQUE and NIQE of an image as two calls that can run at the same time (they share its gray levels
+    and, when NIQE reads the whole image, its half-size copy). NIQE needs 192 px on the short side; smaller
+    images are upscaled to that first. NIQE's call hands its coarse scale to ``pool`` (call it from another
+    thread than the pool's)."""
+    from .iqa import NIQE_BLOCK, brisque, imresize_half, niqe, to_gray255
 
     gray = to_gray255(img)
-    out: dict[str, float] = {}
+    short = min(gray.shape)
+    whole_blocks = short >= 2 * NIQE_BLOCK and all(n % NIQE_BLOCK == 0 for n in gray.shape)
+    half = imresize_half(gray) if {"brisque", "niqe"} <= set(want) and whole_blocks else None
+    parts: dict[str, Callable[[], float]] = {}
     if "brisque" in want:
-        out["brisque"] = brisque(gray) if min(gray.shape) >= 16 else float("nan")  # too small to measure
+        # too small to measure: NaN
+        parts["brisque"] = (lambda: brisque(gray, half)) if short >= 16 else (lambda: float("nan"))
     if "niqe" in want:
-        short = min(gray.shape)
+        big = gray
         if short < 2 * NIQE_BLOCK:
             f = 2 * NIQE_BLOCK / short
-            gray = resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)), "cubic")
-        out["niqe"] = niqe(gray)
-    return out
+            big = resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)), "cubic")
+        parts["niqe"] = lambda: niqe(big, half, pool)
+    return parts
+
+
+def brisque_niqe(img: np.ndarray, want: tuple[str, ...] = CLASSIC_IQA) -> dict[str, float]:
+    """BRISQUE and NIQE of an image (pass the texture mosaic to read native resolution)."""
+    return {name: score() for name, score in _iqa_parts(img, want).items()}
 
 
 class Reward:
@@ -386,20 +428,24 @@ class Reward:
                 + (f" (skipped {skipped})" if skipped else ""))
 
     def score(self, img: np.ndarray, original: np.ndarray | None = None, crops: list[np.ndarray] | None = None,
-              intent: str = "", known: Mapping[str, float] | None = None) -> Score:
+              intent: str = "", known: Mapping[str, float] | None = None, pool: Executor | None = None) -> Score:
         """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
         texture crops when ``img`` is a reduced copy, ``intent`` the text an action aimed at (when no mood),
-        ``known`` raw statistics already measured on this image and these crops."""
+        ``known`` raw statistics already measured on this image and these crops, ``pool`` a spare thread
+        (``spare_thread``) for statistics measured beside the others."""
+        preserve = original is not None and self.preservation > 0
+        # the preservation term needs nothing else measured: it goes to the spare thread first
+        similarity = pool.submit(structure_similarity, original, img) if preserve and pool is not None else None
         raw = raw_statistics(img, crops, texture=any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA),
-                             iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known)
+                             iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
         text = self.config.mood or intent or "a high-quality photo"
         for name, scorer in self.scorers.items():
             raw[name], comps[name] = scorer.measure(img, text)
         weights = {k: self.active[k] / self._norm for k in comps}
         total = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
-        if original is not None and self.preservation > 0:
-            sim = structure_similarity(original, img)
+        if preserve:
+            sim = similarity.result() if similarity is not None else structure_similarity(original, img)
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
             total -= self.preservation * (1.0 - sim)

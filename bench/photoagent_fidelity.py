@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -105,8 +106,9 @@ def random_search(img: np.ndarray, tools: CountingTools, reward: Reward, calls: 
     return best
 
 
-def run_case(args: tuple[str, str, int, tuple[str, ...]]) -> dict:
-    name, defect, side, methods = args
+def run_case(args: tuple[str, str, int, tuple[str, ...], int]) -> dict:
+    name, defect, side, methods, seed = args
+    settings = replace(SETTINGS, seed=seed)
     clean = load(name, side)
     bad = clean if defect == "clean" else degrade(clean, defect, DEFECTS[defect][2])
     classic, reward = default_registry().subset(categories=["classic"]), Reward()
@@ -116,7 +118,7 @@ def run_case(args: tuple[str, str, int, tuple[str, ...]]) -> dict:
     for method in methods:
         tools, t = CountingTools(classic), time.perf_counter()
         if method == "mcts":
-            result = mcts_enhance(bad, tools, reward, SETTINGS)
+            result = mcts_enhance(bad, tools, reward, settings)
             out, actions = result.image, [a.label() for a in result.actions]
             budget, budget_all = tools.edits, tools.calls
         elif method == "greedy":
@@ -128,7 +130,7 @@ def run_case(args: tuple[str, str, int, tuple[str, ...]]) -> dict:
             out, actions = result.image, [a.label() for a in result.actions]
         else:
             calls = (budget_all if method == "random-all" else budget) or 60
-            out, actions = random_search(bad, tools, reward, calls), ["(random)"]
+            out, actions = random_search(bad, tools, reward, calls, seed), ["(random)"]
         row["after"][method] = (ssim(out, clean), delta_e(out, clean))
         row["calls"][method], row["actions"][method] = tools.edits, actions
         row["wall"][method] = time.perf_counter() - t
@@ -184,16 +186,18 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {METHODS}")
     ap.add_argument("--photos", default=",".join(EVALUATION))
     ap.add_argument("--defects", default="clean," + ",".join(DEFECTS))
+    ap.add_argument("--seed", type=int, default=0, help="the seed of MCTS and of random search (both are random; "
+                                                        "run several to see how much the figures move)")
     a = ap.parse_args()
     methods = tuple(m for m in a.methods.split(",") if m)
     if "mcts" not in methods and ({"greedy", "random", "random-all"} & set(methods)):
         methods = ("mcts",) + methods  # the budget comes from MCTS's count
-    cases = [(p, d, a.side, methods) for p in a.photos.split(",") for d in a.defects.split(",")]
+    cases = [(p, d, a.side, methods, a.seed) for p in a.photos.split(",") for d in a.defects.split(",")]
     t0 = time.perf_counter()
     # one process per core, not two processes' torch threads on each core (they spin waiting for each other)
     threads = max(1, (os.cpu_count() or 1) // a.jobs)
     print(f"{len(cases)} cases at {a.side} px, MCTS defaults: {SETTINGS.simulations} simulations x depth "
-          f"{SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search copy {SETTINGS.preview_side} px; "
+          f"{SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search copy {SETTINGS.preview_side} px, seed {a.seed}; "
           f"{a.jobs} worker(s) of {threads} torch thread(s)")
     with ProcessPoolExecutor(a.jobs, initializer=share_of_cores, initargs=(threads,)) as pool:
         rows = list(pool.map(run_case, cases))

@@ -20,7 +20,8 @@ class MCTSPlanner(io.ComfyNode):
             node_id="EditAgentsMCTSPlanner", display_name="MCTS Planner (PhotoAgent)", category=CATEGORY,
             description="Explores sequences of edits with Monte-Carlo tree search on a small preview (UCT selection, "
                         "perceiver expansion, rollouts to depth d, reward backpropagation), then runs the most visited "
-                        "edits at full size and keeps the best only if it beats the current photo.",
+                        "edits (and the best rollout's sequence) at full size and keeps the best only if it beats the "
+                        "current photo.",
             inputs=[
                 io.Image.Input("image", tooltip="The photo(s) to improve; each image of a batch on its own."),
                 TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the search may use (default: classic tools)."),

@@ -16,7 +16,7 @@ def test_closer_needs_a_real_gain_and_no_real_loss():
 
 def test_a_degraded_photo_ends_closer_and_a_clean_one_untouched_at_matched_budgets():
     methods = ("mcts", "greedy", "random", "random-all")
-    rows = [bench.run_case(("chelsea", defect, 256, methods)) for defect in ("clean", "under-exposed")]
+    rows = [bench.run_case(("chelsea", defect, 256, methods, 0)) for defect in ("clean", "under-exposed")]
     clean, dim = rows
     for method in methods:
         assert clean["after"][method] == (1.0, 0.0), method  # SSIM 1, ΔE 0: not touched

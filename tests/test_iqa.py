@@ -53,6 +53,57 @@ def test_matlab_resize_keeps_constants_and_halves_size():
     assert np.allclose(half, 80.0)
 
 
+def test_shape_lookup_by_bisection_is_the_reference_argmin():
+    """The fitted shape is the grid point the reference's full scan picks, ties and out-of-range values included."""
+    rng = np.random.default_rng(3)
+    for table in iqa._gamma_tables():
+        mids = (table[1:] + table[:-1]) / 2
+        values = np.concatenate([rng.uniform(table.min() - 0.1, table.max() + 0.1, 5000), table[::7], mids[::7],
+                                 np.nextafter(mids[::7], np.inf), [np.inf, -np.inf, np.nan, 1e300, 0.0]])
+        for squared in (True, False):
+            distance = (lambda d: d * d) if squared else np.abs
+            with np.errstate(over="ignore", invalid="ignore"):
+                want = np.argmin(distance(table[None, :] - values[:, None]), axis=1)
+                got = iqa._nearest_on_grid(table, values, squared=squared)
+            assert (got == want).all()
+
+
+def test_banded_resize_is_matlabs_resize_matrix():
+    """imresize_half's sums over taps equal the product with MATLAB's dense bicubic resampling matrix."""
+    def dense(n):  # the reference matrix, symmetric padding folded into it
+        cols, w = iqa._resize_taps(n, 0.5)
+        mat = np.zeros((cols.shape[0], n))
+        np.add.at(mat, (np.repeat(np.arange(cols.shape[0]), cols.shape[1]), cols.ravel()), w.ravel())
+        return mat
+
+    img = np.random.default_rng(4).uniform(0, 255, (37, 50))
+    assert np.allclose(iqa.imresize_half(img), dense(37) @ img @ dense(50).T, rtol=0, atol=1e-10)
+    assert np.allclose(dense(50).sum(axis=1), 1.0)  # each output pixel a weighted mean
+
+
+@pytest.mark.parametrize("shift", [(0, 1), (1, 0), (1, 1), (1, -1), (-1, 1), (2, -3)])
+def test_neighbour_products_by_slices_are_the_rolled_products(shift):
+    blocks = np.random.default_rng(5).normal(size=(3, 7, 7))
+    out = np.empty((1, 3, 7, 7))
+    iqa._shifted_products(blocks, [shift], out)
+    assert np.array_equal(out[0], blocks * np.roll(blocks, shift, axis=(1, 2)))
+
+
+def test_statistics_are_the_same_measured_in_two_threads(photos):
+    """The reward's worker thread (BRISQUE and texture beside NIQE and tone) changes no value, only the time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from edit_agents.agents.reward import raw_statistics
+
+    img = photos["astronaut"]
+    alone = raw_statistics(img)
+    with ThreadPoolExecutor(1) as pool:
+        beside = raw_statistics(img, pool=pool)
+    assert list(beside) == list(alone)  # the same order too (reports list them as measured)
+    assert beside == alone
+    assert {"brisque", "niqe", "noise_sigma", "mean_luma"} <= set(alone)
+
+
 def test_small_images_get_a_clear_error():
     with pytest.raises(ValueError, match="at least 192x192"):
         iqa.niqe(np.zeros((100, 300)))

@@ -59,6 +59,22 @@ def test_mcts_finds_the_best_sequence_that_greedy_misses():
     assert tree["visits"] == 200 and max(tree["children"], key=lambda c: c["visits"])["action"] == "b()"
 
 
+def test_the_best_rollout_is_re_run_when_its_first_edit_alone_scores_worse():
+    """A valley: "b" alone scores below the start, "b" then "c" is the best state. The one-action check rejects
+    "b" on its own, so the executor also re-runs the search's best rollout as a sequence and keeps it."""
+    class ValleyReward(ToyReward):
+        def score(self, img, original=None, crops=None, intent="", known=None):
+            v = round(float(img.mean()), 2)
+            return Score(total={0.3: 0.0, 0.5: 0.2, 0.45: -0.5, 1.0: 1.0}.get(v, -1.0), components={}, raw={"value": v})
+
+    settings = MCTSSettings(simulations=60, depth=2, top_k=1, max_steps=2, min_gain=0.01, preview_side=8, seed=1)
+    result = mcts_enhance(start(), TOY, ValleyReward(), settings, perceiver=AllMoves())
+    assert [a.tool for a in result.actions] == ["b", "c"] and result.score_after == 1.0
+    assert len(result.steps) == 3  # the input, then the state after each edit of the sequence
+    accepted = [st for st in result.trace.steps if st.role == "loop" and st.action.startswith("accept")]
+    assert accepted[0].action == "accept b() → c()" and [c["tool"] for c in accepted[0].outputs["sequence"]] == ["b", "c"]
+
+
 def test_visits_concentrate_on_the_better_child():
     """Normalised UCT: the best first move gets most of the visits, not an even share of them."""
     settings = MCTSSettings(simulations=120, depth=2, top_k=1, max_steps=1, preview_side=8, seed=3)
@@ -144,6 +160,46 @@ def test_a_search_path_applies_each_tool_once(photos):
     assert pairs and all(parent != child for parent, child in pairs)
     sharpened = mcts_enhance(blurred, tools, settings=MCTSSettings(max_steps=1))
     assert [a.tool for a in sharpened.actions] == ["sharpen"]
+
+
+def test_the_spare_thread_changes_no_decision_of_the_search(photos, monkeypatch):
+    """With two threads the search measures statistics and edits crops beside the main thread: the same trees,
+    the same edits and the same image as on one."""
+    import torch
+
+    from edit_agents.agents import reward as reward_module
+
+    tools = default_registry().subset(categories=["classic"])
+    dim = photos["coffee"] * np.array([0.5, 0.45, 0.35], np.float32)  # dark and warm: a wide tree
+    settings = MCTSSettings(simulations=12, max_steps=2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    with reward_module.spare_thread() as pool:
+        assert pool is not None
+    two = mcts_enhance(dim, tools, settings=settings)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    with reward_module.spare_thread() as pool:
+        assert pool is None
+    one = mcts_enhance(dim, tools, settings=settings)
+    assert [a.label() for a in two.actions] == [a.label() for a in one.actions] and two.actions
+    assert two.score_after == one.score_after and np.array_equal(two.image, one.image)
+    strip = lambda tree: {k: strip(v) if isinstance(v, dict) else [strip(c) for c in v] if k == "children" else v  # noqa: E731
+                          for k, v in tree.items() if k != "thumb"}
+    assert [strip(t) for t in two.trees] == [strip(t) for t in one.trees]
+
+
+def test_a_geometry_edit_leaves_the_crops_with_or_without_the_spare_thread(photos):
+    from concurrent.futures import ThreadPoolExecutor
+
+    tools = default_registry().subset(categories=["classic"])
+    state = root_state(photos["coffee"], 128)
+    crop = ToolCall("crop", {"box": [0.1, 0.1, 0.6, 0.7]})
+    with ThreadPoolExecutor(1) as pool:
+        beside = apply_call(tools, state, crop, pool)
+        warm = apply_call(tools, state, ToolCall("temperature_tint", {"temperature": 0.5}), pool)
+    assert beside.crops is state.crops and beside.preview.shape != state.preview.shape
+    alone = apply_call(tools, state, ToolCall("temperature_tint", {"temperature": 0.5}))
+    assert all(np.array_equal(a, b) for a, b in zip(warm.crops, alone.crops))
+    assert not np.array_equal(warm.crops[0], state.crops[0])
 
 
 def test_the_search_reuses_the_perceivers_statistics_in_the_reward(photos):

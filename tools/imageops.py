@@ -826,7 +826,11 @@ def thumbnail_data_url(img: np.ndarray, side: int = 96, quality: int = 80) -> st
 
     from PIL import Image
 
-    small = to_rgb(resize_longest(as_image(img), side))
+    arr = np.asarray(img)
+    # shrink first: a thumbnail of a 12 MP state (the search's tree shows one per node) need not convert it all
+    if arr.dtype in (np.uint8, np.uint16, np.float32, np.float64) and arr.ndim in (2, 3) and min(arr.shape[:2]) > 0:
+        arr = resize_longest(arr, side)
+    small = to_rgb(as_image(arr))
     buf = io.BytesIO()
     Image.fromarray(to_uint8(small)).save(buf, format="JPEG", quality=quality)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
