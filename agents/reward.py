@@ -25,8 +25,8 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
-from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize, resize_longest,
-                              sampled_gaussian, sobel, to_rgb)
+from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize,
+                              per_plane, resize_longest, sampled_gaussian, sobel, to_rgb)
 
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
@@ -228,8 +228,12 @@ def global_statistics(img: np.ndarray) -> dict[str, float]:
 def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     """Noise and sharpness at native resolution, from the texture crops."""
     lums = [luminance(c).astype(np.float32) for c in crops]
-    return {"noise_sigma": float(np.median([_noise_sigma(x) for x in lums])),
-            "sharpness": float(np.mean([_sharpness(x) for x in lums]))}
+    by_size: dict[tuple[int, ...], list[np.ndarray]] = {}  # the crops have one size, except in odd cases
+    for x in lums:
+        by_size.setdefault(x.shape, []).append(x)
+    noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
+    sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
+    return {"noise_sigma": float(np.median(noise)), "sharpness": float(np.mean(sharpness))}
 
 
 @contextmanager
@@ -240,7 +244,8 @@ def spare_thread() -> Iterator[Executor | None]:
     faults cost more than the second core saves."""
     import torch
 
-    if torch.get_num_threads() < 2:
+    import os
+    if torch.get_num_threads() < 2 and not os.environ.get('EA_FORCE_POOL'):
         yield None
         return
     with ThreadPoolExecutor(1, thread_name_prefix="edit-agents") as pool:
@@ -294,27 +299,31 @@ def _colourfulness(rgb: np.ndarray) -> float:
     return float(math.sqrt(rg.var() + yb.var()))
 
 
-def _sharpness(lum: np.ndarray) -> float:
-    """Fine detail relative to the local contrast: blur lowers it, a tone change does not."""
-    lap = laplacian(lum)
-    return float(lap.std() / (lum.std() + 0.02))
+def _sharpnesses(lums: list[np.ndarray]) -> list[float]:
+    """Fine detail relative to the local contrast, of each luminance (one size): blur lowers it, a tone change
+    does not."""
+    return [float(lap.std() / (lum.std() + 0.02)) for lap, lum in zip(per_plane(laplacian, lums), lums)]
 
 
-def _noise_sigma(lum: np.ndarray) -> float:
-    """Immerkaer (1996) fast noise variance estimate, sigma on a 0..1 scale."""
-    h, w = lum.shape
+def _noise_sigmas(lums: list[np.ndarray]) -> list[float]:
+    """Immerkaer (1996) fast noise variance estimate, sigma on a 0..1 scale, of each luminance (one size)."""
+    h, w = lums[0].shape
     if h < 3 or w < 3:
-        return 0.0
+        return [0.0] * len(lums)
     # the kernel [[1, -2, 1], [-2, 4, -2], [1, -2, 1]] is the outer product of [1, -2, 1] with itself
-    conv = correlate_separable(lum, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0))[1:-1, 1:-1]
-    # measure on flat regions only, so texture and edges are not counted as noise
-    grad = sobel(lum, 1, 0) ** 2 + sobel(lum, 0, 1) ** 2
-    grad = grad[1:-1, 1:-1]
-    # the median by partition: the same threshold as np.percentile(grad, 50) splits by, at half the cost
-    order = (grad.size - 1) // 2
-    flat = grad <= np.partition(grad.ravel(), order)[order]
-    vals = np.abs(conv[flat]) if flat.sum() > 16 else np.abs(conv)
-    return float(math.sqrt(math.pi / 2.0) * vals.mean() / 6.0)
+    convs = per_plane(lambda x: correlate_separable(x, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0)), lums)
+    grads = [gx ** 2 + gy ** 2 for gx, gy in zip(per_plane(lambda x: sobel(x, 1, 0), lums),
+                                                 per_plane(lambda x: sobel(x, 0, 1), lums))]
+    out = []
+    for conv, grad in zip(convs, grads):
+        # measure on flat regions only, so texture and edges are not counted as noise
+        conv, grad = conv[1:-1, 1:-1], grad[1:-1, 1:-1]
+        # the median by partition: the same threshold as np.percentile(grad, 50) splits by, at half the cost
+        order = (grad.size - 1) // 2
+        flat = grad <= np.partition(grad.ravel(), order)[order]
+        vals = np.abs(conv[flat]) if flat.sum() > 16 else np.abs(conv)
+        out.append(float(math.sqrt(math.pi / 2.0) * vals.mean() / 6.0))
+    return out
 
 
 def normalise(stats: Mapping[str, float], bands: Mapping[str, Band] | None = None) -> dict[str, float]:

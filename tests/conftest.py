@@ -12,6 +12,7 @@ from skimage import data
 
 from edit_agents.cli.client import ComfyClient
 from edit_agents.cli.server import LocalServer
+from edit_agents.tools import imageops
 from edit_agents.tools.imageops import as_image
 
 from helpers import ARTIFACTS
@@ -21,6 +22,18 @@ from helpers import ARTIFACTS
 def photos() -> dict[str, np.ndarray]:
     """Real photos bundled with scikit-image, as float images in [0, 1]."""
     return {name: as_image(getattr(data, name)()) for name in ("astronaut", "chelsea", "coffee", "rocket", "camera")}
+
+
+@pytest.fixture(params=["built-in", "opencv"])
+def filters(request, monkeypatch) -> str:
+    """Which filters run (tools/imageops): the pack's own, or OpenCV's through the same functions, as where
+    another pack installed OpenCV (requirements-dev.txt installs it for this)."""
+    monkeypatch.setenv(imageops.OPENCV_SWITCH, "0" if request.param == "built-in" else "1")
+    if request.param == "opencv":
+        assert imageops.opencv() is not None, "requirements-dev.txt installs opencv-python-headless for this test"
+    else:
+        assert imageops.opencv() is None
+    return request.param
 
 
 @pytest.fixture(scope="session")

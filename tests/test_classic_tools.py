@@ -5,6 +5,7 @@ from edit_agents.agents.reward import structure_similarity
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import luminance
 
+pytestmark = pytest.mark.usefixtures("filters")  # each test with the built-in filters and with OpenCV's
 REGISTRY = default_registry()
 REQUIRED = {"crop": {"box": [0.1, 0.2, 0.6, 0.9]}}
 GEOMETRY = {"crop", "crop_aspect", "resize", "rotate", "expand_canvas"}

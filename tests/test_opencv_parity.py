@@ -1,7 +1,11 @@
 """The pack needs no OpenCV, yet its filters and resampling compute what OpenCV's do: compared here with OpenCV's
-own results, stored by scripts/make_opencv_reference.py (so this runs where no OpenCV is installed)."""
+own results, stored by scripts/make_opencv_reference.py. Each test runs twice: with the built-in filters, and
+handing the work to the OpenCV that requirements-dev.txt installs (as where another pack brought one)."""
 from __future__ import annotations
 
+import logging
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +16,8 @@ from edit_agents.tools import imageops
 REF = np.load(Path(__file__).parent / "data" / "opencv_reference.npz")
 RGB, GRAY, GRAY64, MASK, LEVELS = (REF[f"in_{k}"] for k in ("rgb", "gray", "gray64", "mask", "levels"))
 FLOAT32 = dict(rtol=0, atol=2e-6)  # a few units in the last place of values in 0..1: the order of the sums
+
+pytestmark = pytest.mark.usefixtures("filters")  # each test with the built-in filters and with OpenCV's
 
 
 @pytest.mark.parametrize("sigma", [0.8, 1.0, 2.0, 3.7])
@@ -67,3 +73,19 @@ def test_clahe_is_exact(clip, grid):
 def test_mask_dilate_and_erode_are_exact(radius):
     np.testing.assert_array_equal(imageops.morphology(MASK, radius), REF[f"dilate_{radius}"])
     np.testing.assert_array_equal(imageops.morphology(MASK, -radius), REF[f"erode_{radius}"])
+
+
+def test_a_broken_opencv_is_left_out_with_a_warning(monkeypatch, caplog):
+    """Two OpenCV wheels in one folder can leave a cv2 that imports without its functions: the built-in filters
+    run, and the log says why and how to silence it."""
+    monkeypatch.setenv(imageops.OPENCV_SWITCH, "1")
+    imageops._installed_opencv.cache_clear()
+    monkeypatch.setitem(sys.modules, "cv2", types.ModuleType("cv2"))
+    try:
+        with caplog.at_level(logging.WARNING, logger="edit_agents"):
+            assert imageops.opencv() is None
+        assert "OpenCV is installed but does not load" in caplog.text and imageops.OPENCV_SWITCH in caplog.text
+        np.testing.assert_allclose(imageops.gaussian(RGB, 2.0), REF["gaussian_2.0"], **FLOAT32)
+    finally:
+        monkeypatch.delitem(sys.modules, "cv2")
+        imageops._installed_opencv.cache_clear()

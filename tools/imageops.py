@@ -2,14 +2,19 @@
 with C = 1 (grayscale), 3 (RGB) or 4 (RGBA).
 
 The filters and resampling below compute what OpenCV's functions of the same purpose compute (same
-kernels, border rules and interpolation weights), on torch, numpy and Pillow, which ComfyUI installs:
-the OpenCV wheels all install one package folder, so a pack installing another wheel than this one's
-breaks both.
+kernels, border rules and interpolation weights), on torch, numpy and Pillow, which ComfyUI installs.
+The pack never installs OpenCV: its wheels all install one package folder, so a pack installing another
+wheel than the one already there breaks both. When a working OpenCV is there anyway (another pack brought
+it), each filter hands its work to OpenCV's function, which is faster on small images; the results agree
+(tests/test_opencv_parity.py). EDIT_AGENTS_OPENCV=0 keeps OpenCV out.
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
 from functools import lru_cache
+from types import ModuleType
 from typing import Callable
 
 import numpy as np
@@ -75,21 +80,70 @@ def illuminant_estimate(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     coffee table or a red retina is not read as a cast while a tint on everything is.
     """
     rgb = np.clip(rgb[:, :, :3], 0.0, 1.0).astype(np.float32)
-    channels = [np.ascontiguousarray(rgb[:, :, i]) for i in range(3)]
+    channels = channel_planes(rgb)
     lum = (channels[0] + channels[1] + channels[2]) / 3
     mid = (lum > 0.03) & (lum < 0.97)
     use = mid if mid.sum() > 100 else np.ones_like(mid)
     white_patch = np.array([np.percentile(c, 99.0) for c in channels])
     sixth = [(c * c) ** 3 for c in channels]  # a cube of squares: much faster than a power of 6
     shades_of_gray = np.power(np.array([float(x[use].mean()) for x in sixth]), 1 / 6)
-    smooth = [sampled_gaussian(c, 1.0) for c in channels]  # once per channel, for both gradients
-    edges = [np.abs(sobel(s, 1, 0)).mean() + np.abs(sobel(s, 0, 1)).mean() for s in smooth]
+    smooth = per_plane(lambda c: sampled_gaussian(c, 1.0), channels)  # once, for both gradients
+    edges = [np.abs(x).mean() + np.abs(y).mean()
+             for x, y in zip(per_plane(lambda c: sobel(c, 1, 0), smooth), per_plane(lambda c: sobel(c, 0, 1), smooth))]
     estimates = np.array([np.log((e[[0, 2]] + 1e-4) / (e[1] + 1e-4))
                           for e in (white_patch, shades_of_gray, np.array(edges))], np.float64)
     consensus = np.median(estimates, axis=0)
     spread = float(np.linalg.norm(estimates - consensus, axis=1).mean())
     confidence = float(np.clip(1.0 - spread / (np.linalg.norm(consensus) + 0.05), 0.0, 1.0))
     return consensus, confidence
+
+
+OPENCV_SWITCH = "EDIT_AGENTS_OPENCV"  # "0": the built-in filters even where OpenCV is installed
+
+
+def opencv() -> ModuleType | None:
+    """OpenCV, where a working one is installed and not switched off (OPENCV_SWITCH); else None."""
+    if os.environ.get(OPENCV_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    return _installed_opencv()
+
+
+@lru_cache(maxsize=1)
+def _installed_opencv() -> ModuleType | None:
+    try:
+        import cv2
+        # two OpenCV wheels in one folder can leave a module that imports but lacks its functions
+        cv2.GaussianBlur, cv2.sepFilter2D, cv2.bilateralFilter, cv2.createCLAHE  # noqa: B018
+    except ImportError:
+        return None
+    except Exception as err:  # noqa: BLE001 - a broken OpenCV (mixed wheels, numpy ABI) fails in many ways
+        logging.getLogger("edit_agents").warning(
+            "Edit Agents: OpenCV is installed but does not load (%s: %s); using the built-in filters. "
+            "Set %s=0 to skip it.", type(err).__name__, err, OPENCV_SWITCH)
+        return None
+    return cv2
+
+
+def _like(out: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """OpenCV drops a trailing channel axis of 1: give it back."""
+    return out.reshape(*out.shape[:2], *src.shape[2:]) if out.ndim < src.ndim else out
+
+
+_CV_BORDERS = {"reflect101": 4, "replicate": 1, "zero": 0}  # cv2.BORDER_REFLECT_101, _REPLICATE, _CONSTANT
+
+def channel_planes(img: np.ndarray) -> list[np.ndarray]:
+    """The channels of an HxWxC image, each contiguous: its sums then run in the same order as on an image of
+    its own (numpy sums a strided view in another order)."""
+    return [np.ascontiguousarray(img[:, :, i]) for i in range(img.shape[2])]
+
+
+def per_plane(fn: Callable[[np.ndarray], np.ndarray], planes: list[np.ndarray]) -> list[np.ndarray]:
+    """``fn`` (a filter below) of each of ``planes`` (HxW, one size). The built-in filters pay per call, so they
+    take the planes as the channels of one image: the same values, in one call. OpenCV's take them one by one,
+    as its one-channel code rounds a little differently from its code for several."""
+    if opencv() is not None or len(planes) < 2:
+        return [fn(p) for p in planes]
+    return channel_planes(fn(np.stack(planes, axis=2)))
 
 
 SMALL_SIGMA = 0.8  # below this a sampled Gaussian kernel blurs far less than a Gaussian of that width
@@ -205,10 +259,12 @@ def correlate_separable(img: np.ndarray, kernel_x, kernel_y, border: str = "refl
     import torch
 
     src = _float_image(img)
-    x = torch.from_numpy(src[:, :, None] if src.ndim == 2 else src)
     kx, ky = (np.asarray(k, np.float64).ravel() for k in (kernel_x, kernel_y))
     if len(kx) % 2 == 0 or len(ky) % 2 == 0:
         raise ValueError(f"kernels need an odd number of taps, got {len(kx)} and {len(ky)}")
+    if (cv2 := opencv()) is not None:
+        return _like(cv2.sepFilter2D(src, -1, kx, ky, borderType=_CV_BORDERS[border]), src)
+    x = torch.from_numpy(src[:, :, None] if src.ndim == 2 else src)
     if x.dtype == torch.float64:
         out = _correlate_exact(x, kx, ky, border)
     elif x.numel() <= SMALL_ELEMENTS:
@@ -427,12 +483,18 @@ def gaussian_kernel(sigma: float) -> np.ndarray:
 
 def sampled_gaussian(img: np.ndarray, sigma: float) -> np.ndarray:
     """OpenCV's ``GaussianBlur(img, (0, 0), sigma)``: a kernel sampled from the Gaussian, borders reflected."""
+    if (cv2 := opencv()) is not None:
+        src = _float_image(img)
+        return _like(cv2.GaussianBlur(src, (0, 0), float(sigma)), src)
     kernel = gaussian_kernel(float(sigma))
     return correlate_separable(img, kernel, kernel)
 
 
 def sobel(img: np.ndarray, dx: int, dy: int) -> np.ndarray:
     """OpenCV's ``Sobel(img, CV_32F, dx, dy)`` with its 3x3 kernels: one derivative, either way."""
+    if (cv2 := opencv()) is not None:
+        src = _float_image(img)
+        return _like(cv2.Sobel(src, -1, dx, dy), src)
     derivative, smooth = (-1.0, 0.0, 1.0), (1.0, 2.0, 1.0)
     return correlate_separable(img, derivative if dx else smooth, derivative if dy else smooth)
 
@@ -440,6 +502,8 @@ def sobel(img: np.ndarray, dx: int, dy: int) -> np.ndarray:
 def laplacian(img: np.ndarray) -> np.ndarray:
     """OpenCV's ``Laplacian(img, CV_32F, ksize=3)``: the kernel [[2, 0, 2], [0, -8, 0], [2, 0, 2]]."""
     src = _float_image(img)
+    if (cv2 := opencv()) is not None:
+        return _like(cv2.Laplacian(src, -1, ksize=3), src)
     return 2.0 * correlate_separable(src, (1.0, 0.0, 1.0), (1.0, 0.0, 1.0)) - 8.0 * src
 
 
@@ -568,6 +632,9 @@ def resize(img: np.ndarray, size: tuple[int, int], method: str = "area") -> np.n
         return src.copy()
     if method not in ("area", "cubic"):
         raise ValueError(f"unknown resize method {method!r}: 'area' or 'cubic'")
+    if (cv2 := opencv()) is not None:
+        flags = cv2.INTER_AREA if method == "area" else cv2.INTER_CUBIC
+        return _like(cv2.resize(src, (nw, nh), interpolation=flags), src)
     x = src[:, :, None] if src.ndim == 2 else src
     c = x.shape[2]
     # INTER_AREA interpolates linearly on both axes as soon as either grows
@@ -595,9 +662,12 @@ def warp_affine(img: np.ndarray, matrix: np.ndarray, size: tuple[int, int]) -> n
     import torch
 
     src = _float_image(img)
+    nw, nh = int(size[0]), int(size[1])
+    if (cv2 := opencv()) is not None:
+        return _like(cv2.warpAffine(src, np.asarray(matrix, np.float64), (nw, nh), flags=cv2.INTER_LINEAR,
+                                    borderMode=cv2.BORDER_REPLICATE), src)
     x = torch.from_numpy(src[:, :, None] if src.ndim == 2 else src)
     h, w, c = x.shape
-    nw, nh = int(size[0]), int(size[1])
     m = np.vstack([np.asarray(matrix, np.float64), [0.0, 0.0, 1.0]])
     inv = np.linalg.inv(m)[:2]
     out = torch.empty(nh, nw, c, dtype=x.dtype)
@@ -633,6 +703,8 @@ def bilateral_filter(img: np.ndarray, diameter: int, sigma_color: float, sigma_s
     import torch
 
     src = np.ascontiguousarray(img, np.float32)
+    if (cv2 := opencv()) is not None:
+        return _like(cv2.bilateralFilter(src, int(diameter), float(sigma_color), float(sigma_space)), src)
     x = torch.from_numpy(src[:, :, None] if src.ndim == 2 else src)
     h, w, c = x.shape
     if float(x.max() - x.min()) < np.finfo(np.float32).eps:  # OpenCV returns a flat image as it is
@@ -705,6 +777,8 @@ def clahe_uint16(gray: np.ndarray, clip_limit: float, grid: int) -> np.ndarray:
 
     bins = 65536
     src = np.ascontiguousarray(gray, np.uint16)
+    if (cv2 := opencv()) is not None:
+        return cv2.createCLAHE(clipLimit=float(clip_limit), tileGridSize=(int(grid), int(grid))).apply(src)
     h, w = src.shape
     tiles = int(grid)
     if h % tiles or w % tiles:
@@ -719,19 +793,20 @@ def clahe_uint16(gray: np.ndarray, clip_limit: float, grid: int) -> np.ndarray:
         for tx in range(tiles):
             cols = slice(tx * tw, (tx + 1) * tw) if (tx + 1) * tw <= w else border_index(w, tx * tw, (tx + 1) * tw)
             hist[ty * tiles + tx] = np.bincount(band[:, cols].ravel(), minlength=bins)
+    # in float32 on torch (vectorised, both cores): every count and running count stays below 2^24, so float32
+    # holds them exactly, and the product and rounding below are OpenCV's, in float32
+    counts = torch.from_numpy(hist).to(torch.float32)
     if clip_limit > 0:
-        limit = max(int(clip_limit * area / bins), 1)
-        over = hist - limit
-        excess = np.maximum(over, 0, out=over).sum(axis=1, dtype=np.int64)
-        np.minimum(hist, limit, out=hist)
-        hist += (excess // bins).astype(np.int32)[:, None]
+        limit = float(max(int(clip_limit * area / bins), 1))
+        excess = (counts - limit).clamp_(min=0).sum(dim=1).numpy().astype(np.int64)  # exact: a sum below 2^24
+        counts.clamp_(max=limit)
+        counts += torch.from_numpy((excess // bins).astype(np.float32))[:, None]
         for t in np.flatnonzero(excess % bins):  # the rest, one each to every step-th bin from the first
             residual = int(excess[t] % bins)
-            hist[t, np.arange(0, bins, max(bins // residual, 1))[:residual]] += 1
-    # the running counts stay below 2^24, so float32 holds them exactly; then OpenCV's float product and rounding
-    lut = np.cumsum(hist, axis=1, dtype=np.float32)
-    lut *= np.float32(bins - 1) / np.float32(area)
-    lut = np.minimum(np.rint(lut, out=lut), bins - 1, out=lut).reshape(tiles, tiles, bins)
+            counts[t, torch.arange(0, bins, max(bins // residual, 1))[:residual]] += 1
+    lut = torch.cumsum(counts, dim=1)
+    lut.mul_(float(np.float32(bins - 1) / np.float32(area)))
+    lut = lut.round_().clamp_(max=bins - 1).numpy().reshape(tiles, tiles, bins)
 
     def centres(n: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per pixel along an axis: the tiles before and after its place among the tile centres, and how far."""
@@ -772,9 +847,13 @@ def morphology(mask: np.ndarray, radius: int) -> np.ndarray:
     import torch
 
     k = abs(int(radius))
-    m = torch.from_numpy(np.ascontiguousarray(mask, np.float32))
+    src = np.ascontiguousarray(mask, np.float32)
     if k == 0:
-        return m.numpy().copy()
+        return src.copy()
+    if (cv2 := opencv()) is not None:
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * k + 1, 2 * k + 1))
+        return cv2.dilate(src, kernel) if radius > 0 else cv2.erode(src, kernel)
+    m = torch.from_numpy(src)
     pick = torch.maximum if radius > 0 else torch.minimum
     h, w = m.shape
     half = [int(np.rint(math.sqrt(k * k - dy * dy))) for dy in range(k + 1)]
