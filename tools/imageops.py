@@ -138,10 +138,11 @@ def channel_planes(img: np.ndarray) -> list[np.ndarray]:
 
 
 def per_plane(fn: Callable[[np.ndarray], np.ndarray], planes: list[np.ndarray]) -> list[np.ndarray]:
-    """``fn`` (a filter below) of each of ``planes`` (HxW, one size). The built-in filters pay per call, so they
-    take the planes as the channels of one image: the same values, in one call. OpenCV's take them one by one,
-    as its one-channel code rounds a little differently from its code for several."""
-    if opencv() is not None or len(planes) < 2:
+    """``fn`` (a filter below) of each of ``planes`` (HxW, one size). On small planes the built-in filters pay
+    mostly per call, so they take them as the channels of one image: the same values, in one call. Large planes
+    go one by one (stacking them would cost more than it saves), and so do OpenCV's, whose one-channel code
+    rounds a little differently from its code for several."""
+    if opencv() is not None or len(planes) < 2 or planes[0].size * len(planes) > SMALL_ELEMENTS:
         return [fn(p) for p in planes]
     return channel_planes(fn(np.stack(planes, axis=2)))
 
