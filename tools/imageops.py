@@ -88,8 +88,8 @@ def illuminant_estimate(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     sixth = [(c * c) ** 3 for c in channels]  # a cube of squares: much faster than a power of 6
     shades_of_gray = np.power(np.array([float(x[use].mean()) for x in sixth]), 1 / 6)
     smooth = per_plane(lambda c: sampled_gaussian(c, 1.0), channels)  # once, for both gradients
-    edges = [np.abs(x).mean() + np.abs(y).mean()
-             for x, y in zip(per_plane(lambda c: sobel(c, 1, 0), smooth), per_plane(lambda c: sobel(c, 0, 1), smooth))]
+    across, down = per_plane(lambda c: sobel(c, 1, 0), smooth), per_plane(lambda c: sobel(c, 0, 1), smooth)
+    edges = [np.abs(x).mean() + np.abs(y).mean() for x, y in zip(across, down)]
     estimates = np.array([np.log((e[[0, 2]] + 1e-4) / (e[1] + 1e-4))
                           for e in (white_patch, shades_of_gray, np.array(edges))], np.float64)
     consensus = np.median(estimates, axis=0)
@@ -129,7 +129,8 @@ def _like(out: np.ndarray, src: np.ndarray) -> np.ndarray:
     return out.reshape(*out.shape[:2], *src.shape[2:]) if out.ndim < src.ndim else out
 
 
-_CV_BORDERS = {"reflect101": 4, "replicate": 1, "zero": 0}  # cv2.BORDER_REFLECT_101, _REPLICATE, _CONSTANT
+_CV_BORDERS = {"reflect101": "BORDER_REFLECT_101", "replicate": "BORDER_REPLICATE", "zero": "BORDER_CONSTANT"}
+
 
 def channel_planes(img: np.ndarray) -> list[np.ndarray]:
     """The channels of an HxWxC image, each contiguous: its sums then run in the same order as on an image of
@@ -263,8 +264,10 @@ def correlate_separable(img: np.ndarray, kernel_x, kernel_y, border: str = "refl
     kx, ky = (np.asarray(k, np.float64).ravel() for k in (kernel_x, kernel_y))
     if len(kx) % 2 == 0 or len(ky) % 2 == 0:
         raise ValueError(f"kernels need an odd number of taps, got {len(kx)} and {len(ky)}")
+    if border not in _CV_BORDERS:
+        raise ValueError(f"unknown border {border!r}: one of {', '.join(_CV_BORDERS)}")
     if (cv2 := opencv()) is not None:
-        return _like(cv2.sepFilter2D(src, -1, kx, ky, borderType=_CV_BORDERS[border]), src)
+        return _like(cv2.sepFilter2D(src, -1, kx, ky, borderType=getattr(cv2, _CV_BORDERS[border])), src)
     x = torch.from_numpy(src[:, :, None] if src.ndim == 2 else src)
     if x.dtype == torch.float64:
         out = _correlate_exact(x, kx, ky, border)
