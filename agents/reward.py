@@ -244,8 +244,7 @@ def spare_thread() -> Iterator[Executor | None]:
     faults cost more than the second core saves."""
     import torch
 
-    import os
-    if torch.get_num_threads() < 2 and not os.environ.get('EA_FORCE_POOL'):
+    if torch.get_num_threads() < 2:
         yield None
         return
     with ThreadPoolExecutor(1, thread_name_prefix="edit-agents") as pool:
