@@ -30,7 +30,7 @@ from ..tools.spec import ToolRegistry
 from .enhance import rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from .records import ToolCall
-from .reward import ClassicReward, image_statistics, spare_thread, texture_crops
+from .reward import ClassicReward, image_statistics, spare_thread, texture_crops, torch_threads
 from .trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
@@ -327,7 +327,8 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
             on_step(step, s.max_steps, f"step {step + 1}/{s.max_steps}: searching")
         t = time.perf_counter()
         sims_before, hits_before = search.simulations, search.hits
-        root = search.run(root_state(current, s.preview_side), should_stop)
+        with torch_threads(1 if pool is not None else None):  # the spare thread has the other core
+            root = search.run(root_state(current, s.preview_side), should_stop)
         seen = search.perceptions.get(root.key)
         if seen is not None:
             perceptions.append(seen)

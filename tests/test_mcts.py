@@ -187,6 +187,30 @@ def test_the_spare_thread_changes_no_decision_of_the_search(photos, monkeypatch)
     assert [strip(t) for t in two.trees] == [strip(t) for t in one.trees]
 
 
+def test_a_search_runs_one_torch_thread_on_each_of_its_threads(photos, monkeypatch):
+    """The search and its spare thread take one core each: each keeps to one torch thread (OpenMP's count is per
+    thread), and the caller's count is back as it was afterwards."""
+    import torch
+
+    from edit_agents.agents import reward as reward_module
+
+    real = torch.get_num_threads
+    before = real()
+    with reward_module.torch_threads(1):
+        assert real() == 1
+    assert real() == before
+    with reward_module.torch_threads(None):
+        assert real() == before
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # a spare thread even on a one-core machine
+    with reward_module.spare_thread() as pool:
+        assert pool.submit(real).result() == 1
+    monkeypatch.undo()
+    assert real() == before  # the spare thread's count was its own
+    mcts_enhance(photos["coffee"][::4, ::4] * 0.5, default_registry().subset(categories=["classic"]),
+                 settings=MCTSSettings(simulations=4, max_steps=1))
+    assert real() == before
+
+
 def test_a_geometry_edit_leaves_the_crops_with_or_without_the_spare_thread(photos):
     from concurrent.futures import ThreadPoolExecutor
 
