@@ -33,7 +33,7 @@ def as_image(arr: np.ndarray) -> np.ndarray:
         return a.astype(np.float32) / 255.0
     if a.dtype == np.uint16:
         return a.astype(np.float32) / 65535.0
-    return np.clip(a.astype(np.float32), 0.0, 1.0)
+    return np.clip(a.astype(np.float32, copy=False), 0.0, 1.0)  # float32 already: one new array, not two
 
 
 def to_uint8(img: np.ndarray) -> np.ndarray:
@@ -47,7 +47,7 @@ def split_alpha(img: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def join_alpha(color: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
-    color = np.clip(color, 0.0, 1.0).astype(np.float32)
+    color = np.clip(color, 0.0, 1.0).astype(np.float32, copy=False)  # float32 already: one new array, not two
     return color if alpha is None else np.concatenate([color, alpha], axis=2)
 
 
