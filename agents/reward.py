@@ -277,8 +277,9 @@ def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, textu
     """Every raw statistic the components read: tone and colour on the copy, and (``texture``) noise and
     sharpness plus the ``iqa`` scores on the native-resolution crops (``crops``, or four taken from ``img``).
     ``known``: statistics already measured on this same image (the search's perceiver reads them too);
-    ``pool``: a spare thread (``spare_thread``) that texture and BRISQUE run in while the rest runs here (numpy
-    and OpenCV let go of the interpreter in their loops, so two cores share the work). The same values either way."""
+    ``pool``: a spare thread (``spare_thread``) that texture and BRISQUE run in while the rest runs here (numpy,
+    torch and OpenCV let go of the interpreter in their loops, so two cores share the work). The same values
+    either way."""
     raw = dict(known or {})
     iqa = tuple(k for k in iqa if k not in raw)
     texture = texture and "noise_sigma" not in raw

@@ -49,6 +49,25 @@ def test_resize_keeps_a_gray_image_two_dimensional():
     np.testing.assert_allclose(out, REF["area_gray_third"], **FLOAT32)
 
 
+def test_resize_and_thumbnails_keep_an_integer_image_in_its_scale():
+    """A uint8 image shrinks to uint8 levels (the thumbnails shrink before converting: a float copy of 0..255
+    levels would have been clipped to white)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    levels = np.full((60, 80, 3), 100, np.uint8)
+    levels[:, 40:] = 200
+    small = imageops.resize(levels, (20, 15), "area")
+    assert small.dtype == np.uint8 and small[:, :9].max() == 100 and small[:, 11:].min() == 200
+    wide = imageops.resize((levels.astype(np.uint16) * 257), (20, 15), "cubic")
+    assert wide.dtype == np.uint16 and wide[:, :8].max() == 100 * 257
+    url = imageops.thumbnail_data_url(levels, side=40)
+    thumb = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))), np.float64)
+    assert abs(thumb[:, :15].mean() - 100) < 3 and abs(thumb[:, 25:].mean() - 200) < 3
+
+
 def test_rotation_by_an_affine_warp():
     out = imageops.warp_affine(RGB, REF["warp_matrix"], (37, 29))
     np.testing.assert_allclose(out, REF["warp"], **FLOAT32)

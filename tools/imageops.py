@@ -625,8 +625,16 @@ def _column_bags(taps: _Taps, h: int, w: int):
 
 
 def resize(img: np.ndarray, size: tuple[int, int], method: str = "area") -> np.ndarray:
-    """OpenCV's ``resize`` of an HxW or HxWxC float image to ``size`` = (width, height): 'area' (INTER_AREA: cell
-    averages when shrinking) or 'cubic' (INTER_CUBIC, a = -0.75, not antialiased)."""
+    """OpenCV's ``resize`` of an HxW or HxWxC image to ``size`` = (width, height): 'area' (INTER_AREA: cell
+    averages when shrinking) or 'cubic' (INTER_CUBIC, a = -0.75, not antialiased). A uint8 or uint16 image comes
+    back in its own type, rounded, as OpenCV returns it; any other comes back as float."""
+    a = np.asarray(img)
+    if a.dtype in (np.uint8, np.uint16):
+        return np.clip(np.rint(_resize_float(a, size, method)), 0, np.iinfo(a.dtype).max).astype(a.dtype)
+    return _resize_float(a, size, method)
+
+
+def _resize_float(img: np.ndarray, size: tuple[int, int], method: str) -> np.ndarray:
     import torch
 
     src = _float_image(img)
