@@ -84,3 +84,35 @@ def test_dilate_and_erode_across_bands_match_the_definition(radius):
     out = imageops.morphology(mask, radius)
     np.testing.assert_array_equal(out, expected)
     assert 0 < out.mean() < 1 and out.mean() != mask.mean()
+
+
+@pytest.mark.parametrize("grid", [3, 7])
+def test_clahe_in_threads_equals_it_in_one(monkeypatch, grid):
+    """On an image past SMALL_ELEMENTS, CLAHE counts and blends its tiles in threads (numpy's loops let go of
+    the interpreter); the values stay the single thread's, which the parity tests hold to OpenCV's."""
+    import torch
+
+    rng = np.random.default_rng(grid)
+    levels = (np.cumsum(rng.normal(0, 300, (610, 530)), axis=1) % 65536).astype(np.uint16)
+    assert levels.size > imageops.SMALL_ELEMENTS
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
+    threaded = imageops.clahe_uint16(levels, 2.0, grid)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    single = imageops.clahe_uint16(levels, 2.0, grid)
+    np.testing.assert_array_equal(threaded, single)
+    assert np.abs(threaded.astype(np.int64) - levels).mean() > 100  # it did equalise
+
+
+def test_work_in_threads_runs_every_part_once_and_passes_errors_on(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    done = []
+    imageops.in_threads(done.append, 5, imageops.SMALL_ELEMENTS + 1)
+    assert sorted(done) == [0, 1, 2, 3, 4]
+
+    def fails(part: int) -> None:
+        if part == 3:
+            raise ValueError("part 3 went wrong")
+    with pytest.raises(ValueError, match="part 3"):
+        imageops.in_threads(fails, 5, imageops.SMALL_ELEMENTS + 1)
