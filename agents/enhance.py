@@ -19,7 +19,7 @@ from ..tools.imageops import resize_longest
 from ..tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
 from .records import ToolCall
-from .reward import ClassicReward, image_statistics
+from .reward import ClassicReward, image_statistics, texture_crops
 from .trace import Trace
 
 
@@ -104,8 +104,9 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
         if on_step:
             on_step(step, settings.max_steps, f"step {step + 1}/{settings.max_steps}: perceiving")
         t = time.perf_counter()
-        stats = image_statistics(current)
-        proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried, image=current)
+        crops = texture_crops(current)
+        stats = image_statistics(current, crops)
+        proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried, image=current, crops=crops)
         trace.add("perceiver", agent, f"proposed {len(proposals)} actions", started=t, round=step,
                   outputs={"actions": [c.as_dict() for c in proposals]})
         if not proposals:

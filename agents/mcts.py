@@ -151,7 +151,7 @@ class _Search:
             # everywhere (its schema never changes) and its repeats are dropped after it answers
             offered = self.tools.names() if self.expensive else [n for n in self.tools.names() if n not in used]
             seen = self.perceiver.perceive(stats, self.s.branching, offered, image=state.preview,
-                                           memory=tuple(self.memory))
+                                           memory=tuple(self.memory), crops=state.crops)
             self.perceptions[key] = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
         return list(self.perceptions[key].actions)
 

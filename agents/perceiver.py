@@ -28,6 +28,8 @@ OVER_BLACK = 0.08  # ... with the blacks lifted past this: over-exposure
 CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
 NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
+BLOCKY = 1.3  # typical step across the JPEG 8x8 grid over those inside it: 1.04-1.16 on clean photos, 1.8-3.5 at quality 6-25
+BLUR_CONFIDENCE = 0.5  # a kernel estimated this surely (tools/restore.estimate_blur) is undone by deconvolution
 # No proposal more than doubles the tonal span in one edit: some photos are flat by nature (fog, the
 # moon's surface), and a flat photo made less flat is safe where one stretched to the full range is not.
 MAX_STRETCH = 2.0
@@ -99,7 +101,8 @@ def _at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> li
     return [ToolCall(tool, {**fixed, param: round(float(v), 3)}, why) for v in values]
 
 
-def _diagnose(stats: Mapping[str, float], scene: str) -> list[tuple[Finding, list[ToolCall]]]:
+def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | None = None
+              ) -> list[tuple[Finding, list[ToolCall]]]:
     out: list[tuple[Finding, list[ToolCall]]] = []
     white, black = stats["white_level"], stats["black_level"]
 
@@ -160,12 +163,36 @@ def _diagnose(stats: Mapping[str, float], scene: str) -> list[tuple[Finding, lis
         strength = min(1.0, sigma / 0.04)
         calls = _at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
         out.append((Finding("noise", sigma, NOISE_SIGMA, noisy, why), calls))
+        blocks = stats.get("blockiness", 1.0)
+        blocky = blocks > BLOCKY
+        why = f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY})"
+        out.append((Finding("JPEG blocks", blocks, BLOCKY, blocky, why),
+                    _at("deblock", "strength", (0.5, 0.8, 1.0), why) if blocky else []))
         sharp = stats["sharpness"]
-        blurred = sharp < BLUR_SHARPNESS and not noisy  # sharpening noise makes it worse
+        # sharpening noise or compression blocks makes them worse
+        blurred = sharp < BLUR_SHARPNESS and not noisy and not blocky
         why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
-        calls = _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5) if blurred else []
+        calls = []
+        if blurred:
+            kernel = blur or {"kind": "none", "confidence": 0.0}
+            if kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE:
+                size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
+                        {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})
+                why += (f"; {kernel['kind']} kernel estimated ({', '.join(f'{k} {v:g}' for k, v in size.items())}, "
+                        f"confidence {kernel['confidence']:.2f}): deconvolve")
+                calls = _at("deconvolve", "strength", (0.6, 1.0), why, kind=kernel["kind"], **size)
+            calls += _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5)
         out.append((Finding("blur", sharp, BLUR_SHARPNESS, blurred, why), calls))
     return out
+
+
+def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
+    """The blur kernel of the photo from its native-resolution crops: the most confident crop's estimate."""
+    from ..tools.imageops import luminance
+    from ..tools.restore import estimate_blur
+
+    found = [estimate_blur(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
+    return max(found, key=lambda k: k["confidence"]) if found else None
 
 
 class _Perceiver:
@@ -174,12 +201,14 @@ class _Perceiver:
     expensive = False  # True: each call costs a model request, so the search asks within perceiver_calls per step
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                 image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
+                 image: np.ndarray | None = None, memory: Sequence[Memory] = (),
+                 crops: Sequence[np.ndarray] | None = None) -> Perception:
         raise NotImplementedError
 
     def propose(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> list[ToolCall]:
-        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory).actions)
+                image: np.ndarray | None = None, memory: Sequence[Memory] = (),
+                crops: Sequence[np.ndarray] | None = None) -> list[ToolCall]:
+        return list(self.perceive(stats, k, allowed, tried, image=image, memory=memory, crops=crops).actions)
 
 
 class RulePerceiver(_Perceiver):
@@ -190,12 +219,16 @@ class RulePerceiver(_Perceiver):
     """
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                 image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
+                 image: np.ndarray | None = None, memory: Sequence[Memory] = (),
+                 crops: Sequence[np.ndarray] | None = None) -> Perception:
         allowed = set(allowed)
         tried = set(tried) | {m.action.key() for m in memory if not m.kept}
         scene = guess_scene(stats)
         findings, per_defect = [], []
-        for finding, calls in _diagnose(stats, scene):
+        # the kernel is estimated only for a soft photo that is not noisy, and only when deconvolve may be used
+        soft = ("deconvolve" in allowed and stats.get("sharpness", 1.0) < BLUR_SHARPNESS
+                and stats.get("noise_sigma", 0.0) <= NOISE_SIGMA)
+        for finding, calls in _diagnose(stats, scene, estimate_kernel(crops) if soft else None):
             findings.append(finding)
             usable = [c for c in calls if c.tool in allowed and c.key() not in tried]
             if usable:
@@ -229,7 +262,8 @@ class BrainPerceiver(_Perceiver):
         self.calls = 0
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
-                 image: np.ndarray | None = None, memory: Sequence[Memory] = ()) -> Perception:
+                 image: np.ndarray | None = None, memory: Sequence[Memory] = (),
+                 crops: Sequence[np.ndarray] | None = None) -> Perception:
         from .brain import close_brains, run_blocking
         from .roles import Where, perceive
 

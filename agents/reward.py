@@ -27,6 +27,7 @@ import numpy as np
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize,
                               per_plane, resize_longest, sampled_gaussian, sobel, to_rgb)
+from ..tools.restore import blockiness
 
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
@@ -233,7 +234,10 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
         by_size.setdefault(x.shape, []).append(x)
     noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
     sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
-    return {"noise_sigma": float(np.median(noise)), "sharpness": float(np.mean(sharpness))}
+    # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
+    blocks = [blockiness(x) if min(x.shape) >= 16 else 1.0 for x in lums]
+    return {"noise_sigma": float(np.median(noise)), "sharpness": float(np.mean(sharpness)),
+            "blockiness": float(np.median(blocks))}
 
 
 @contextmanager

@@ -3,11 +3,15 @@
 
 Training pairs come from the CALIBRATION photos of bench/photoset.py: the clean photo beats each
 degraded or over-processed version of itself, and a milder degradation beats a stronger one of the
-same kind. The model is the reward's own: per statistic a band (where it stops being fine, and how
+same kind (bench/photoset.py's recipes: the shipped fit). --space defects takes the pairs from the defect
+space of bench/defects.py instead (every family at random strengths, combinations of two or three, and
+the over-processing a good photo must be protected from); docs/generalisation.md gives what it measured. The model is the reward's own: per statistic a band (where it stops being fine, and how
 fast the score falls outside), per component a weight; it maximises the pairwise log-likelihood
 (a logistic of the score difference) with L-BFGS. The same pairs built from the EVALUATION photos,
-never seen by the fit, give the held-out ranking accuracy that the README reports.
-Run: .venv/bin/python scripts/fit_reward.py   (about a minute on 2 cores)
+never seen by the fit, give the held-out ranking accuracy that the README reports. --lofo judges the fit
+leave-one-family-out: for each family, a fit without it (nor any combination containing it) ranks that
+family's held-out pairs (docs/generalisation.md).
+Run: .venv/bin/python scripts/fit_reward.py   (a few minutes on 2 cores; --lofo about ten)
      --out PATH writes elsewhere; --calibration / --held-out take comma-separated photo names (bench/photoset.py).
 """
 from __future__ import annotations
@@ -26,6 +30,9 @@ from scipy.optimize import minimize
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from defects import FAMILIES, family_of_parts  # noqa: E402
+from defects import families as defect_families  # noqa: E402
+from defects import make as make_defect  # noqa: E402
 from photoset import CALIBRATION, DEFECTS, EVALUATION, OVERDONE, degrade, load  # noqa: E402
 
 from edit_agents.agents.reward import COLOUR_ONLY, COMPONENT_STATS, FITTED, STAT_SIDE, raw_statistics  # noqa: E402
@@ -38,6 +45,8 @@ RIDGE = 1e-3
 # over-saturated, a black background as clipping). The anchor asks every component to rate clean photos near 1:
 # the bands describe where good photos lie, and the search is not pulled away from them.
 ANCHOR = 0.3
+STRENGTHS = 3  # random strengths per family and photo (bench/defects.py)
+COMBINATIONS = 4  # random combinations per photo
 
 
 def measure(img: np.ndarray) -> dict[str, float]:
@@ -45,8 +54,10 @@ def measure(img: np.ndarray) -> dict[str, float]:
     return {k: (v if math.isfinite(v) else 100.0) for k, v in raw.items()}
 
 
-def build(photos: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, str]], list[int]]:
-    """Raw statistics of every image (rows), gray flags, the pairs (better, worse, kind) and the clean rows."""
+def build(photos: tuple[str, ...], space: str = "recipes"
+          ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, str, frozenset]], list[int]]:
+    """Raw statistics of every image (rows), gray flags, the pairs (better, worse, kind, the families the worse
+    one is made of) and the clean rows."""
     rows, gray, pairs, cleans = [], [], [], []
 
     def add(img):
@@ -59,6 +70,14 @@ def build(photos: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, list[tuple[i
         clean = load(name)
         c = add(clean)
         cleans.append(c)
+        if space == "defects":
+            for family in defect_families():
+                for index in range(COMBINATIONS if family == "combination" else STRENGTHS):
+                    img, case = make_defect(clean, name, family, index)
+                    if np.abs(img - clean).max() < 2 / 255:  # e.g. saturation on a black-and-white photo
+                        continue
+                    pairs.append((c, add(img), family, frozenset(family_of_parts(case))))
+            continue
         for kind, spec in {**DEFECTS, **OVERDONE}.items():
             prev, prev_img = c, clean
             for strength in spec[1]:
@@ -66,9 +85,9 @@ def build(photos: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, list[tuple[i
                 if np.abs(img - prev_img).max() < 2 / 255:  # e.g. saturation on a black-and-white photo: no change
                     continue
                 i = add(img)
-                pairs.append((c, i, kind))
+                pairs.append((c, i, kind, frozenset({kind})))
                 if prev != c:
-                    pairs.append((prev, i, kind))
+                    pairs.append((prev, i, kind, frozenset({kind})))
                 prev, prev_img = i, img
     return np.array(rows, np.float64), np.array(gray, bool), pairs, cleans
 
@@ -125,9 +144,41 @@ def loss(p, model, x, gray, pairs, cleans) -> float:
     return float(np.logaddexp(0.0, -margin).mean() + ANCHOR * anchor + RIDGE * np.sum(p[-len(COMPS):] ** 2))
 
 
-def accuracy(scores: np.ndarray, pairs: list[tuple[int, int, str]]) -> tuple[float, dict[str, float]]:
+def fit(model: Model, x: np.ndarray, gray: np.ndarray, pairs: list[tuple], cleans: list[int], restarts: int
+        ) -> np.ndarray:
+    idx = np.array([(b, w) for b, w, *_ in pairs])
+    best = None
+    for restart in range(restarts):  # a few starts: the bands make the loss non-convex
+        p0 = model.initial(x) + np.random.default_rng(restart).normal(0, 0.3 if restart else 0.0, len(model.initial(x)))
+        res = minimize(loss, p0, args=(model, x, gray, idx, cleans), method="L-BFGS-B", options={"maxiter": 3000})
+        if best is None or res.fun < best.fun:
+            best = res
+    return best.x
+
+
+def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, restarts) -> dict[str, float]:
+    """For each family: fitted without it (nor any combination made with it), the share of its held-out pairs
+    (held-out photos) ranked right; beside it the share a fit on everything gets."""
+    full = model.score(fit(model, x, gray, pairs, cleans, restarts), hx, hgray)
+    table = {}
+    print(f"leave-one-family-out, held-out photos: {'family':<24}{'group':<13}{'left out':>9}{'all in':>8}")
+    for family in defect_families():
+        if family == "combination":
+            continue
+        train = [p for p in pairs if family not in p[3]]
+        test = [p for p in hpairs if p[2] == family]
+        if not test:
+            continue
+        scores = model.score(fit(model, x, gray, train, cleans, restarts), hx, hgray)
+        table[family] = accuracy(scores, test)[0]
+        print(f"{'':<45}{family:<24}{FAMILIES[family].group:<13}{table[family]:>9.3f}{accuracy(full, test)[0]:>8.3f}")
+    print(f"{'':<45}mean over families left out: {np.mean(list(table.values())):.3f}")
+    return table
+
+
+def accuracy(scores: np.ndarray, pairs: list[tuple]) -> tuple[float, dict[str, float]]:
     hits = {}
-    for b, w, kind in pairs:
+    for b, w, kind, *_ in pairs:
         hits.setdefault(kind, []).append(scores[b] > scores[w])
     overall = float(np.mean([h for v in hits.values() for h in v]))
     return overall, {k: round(float(np.mean(v)), 3) for k, v in hits.items()}
@@ -139,25 +190,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calibration", default=",".join(CALIBRATION), help="photos to fit on")
     ap.add_argument("--held-out", default=",".join(EVALUATION), help="photos to measure the accuracy on")
     ap.add_argument("--restarts", type=int, default=4, help="optimiser starts (the loss is not convex)")
+    ap.add_argument("--space", choices=("recipes", "defects"), default="recipes",
+                    help="bench/photoset.py's recipes (default, the shipped fit) or bench/defects.py's defect space")
+    ap.add_argument("--lofo", action="store_true", help="first judge the fit leave-one-family-out (defects space)")
     args = ap.parse_args(argv)
+    if args.lofo and args.space != "defects":
+        ap.error("--lofo leaves families of the defect space out: use it with --space defects")
     calibration, held_out = tuple(args.calibration.split(",")), tuple(args.held_out.split(","))
     if set(calibration) & set(held_out):
         ap.error(f"a photo cannot be both fitted on and held out: {sorted(set(calibration) & set(held_out))}")
     t0 = time.perf_counter()
     print(f"calibration photos: {', '.join(calibration)}\nheld-out photos:    {', '.join(held_out)}")
-    x, gray, pairs, cleans = build(calibration)
-    hx, hgray, hpairs, hcleans = build(held_out)
+    x, gray, pairs, cleans = build(calibration, args.space)
+    hx, hgray, hpairs, hcleans = build(held_out, args.space)
     print(f"{len(pairs)} training pairs from {len(x)} images, {len(hpairs)} held-out pairs from {len(hx)} images "
           f"({time.perf_counter() - t0:.0f} s to measure)")
     model = Model(x)
-    idx = np.array([(b, w) for b, w, _ in pairs])
-    best = None
-    for restart in range(args.restarts):  # a few starts: the bands make the loss non-convex
-        p0 = model.initial(x) + np.random.default_rng(restart).normal(0, 0.3 if restart else 0.0, len(model.initial(x)))
-        res = minimize(loss, p0, args=(model, x, gray, idx, cleans), method="L-BFGS-B", options={"maxiter": 3000})
-        if best is None or res.fun < best.fun:
-            best = res
-    p = best.x
+    if args.lofo:
+        leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, args.restarts)
+    p = fit(model, x, gray, pairs, cleans, args.restarts)
     train_acc, train_kinds = accuracy(model.score(p, x, gray), pairs)
     held_acc, held_kinds = accuracy(model.score(p, hx, hgray), hpairs)
     held_clean = model.components(p, hx, hgray)[hcleans]  # how the held-out clean photos are rated, per component
@@ -168,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         band[side] = round(float(edge), 6)
         band[f"{side}_width"] = round(float(width), 6)
     report = {
-        "fitted": _dt.date.today().isoformat(),
+        "fitted": _dt.date.today().isoformat(), "space": args.space,
         "calibration_photos": list(calibration), "held_out_photos": list(held_out),
         "training_pairs": len(pairs), "held_out_pairs": len(hpairs),
         "training_accuracy": round(train_acc, 4), "held_out_accuracy": round(held_acc, 4),

@@ -269,7 +269,7 @@ class Recording(AllMoves):
     def __init__(self):
         self.memories = []
 
-    def propose(self, stats, k, allowed, tried=(), *, image=None, memory=()):
+    def propose(self, stats, k, allowed, tried=(), *, image=None, memory=(), crops=None):
         self.memories.append([m.line() for m in memory])
         return [ToolCall(n) for n in ("a", "b", "c")][:k]
 
@@ -358,7 +358,7 @@ def test_a_vision_perceiver_sees_the_whole_toolbox_and_its_repeats_on_a_path_are
     class Insistent:  # a vision model that always wants the same two edits
         expensive, offered = True, []
 
-        def perceive(self, stats, k, allowed, tried=(), *, image=None, memory=()):
+        def perceive(self, stats, k, allowed, tried=(), *, image=None, memory=(), crops=None):
             self.offered.append(sorted(allowed))
             return Perception("general", (), (ToolCall("vibrance", {"amount": 0.3}), ToolCall("exposure", {"stops": 0.3})))
 

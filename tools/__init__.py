@@ -11,9 +11,10 @@ def default_registry(runtime=None) -> ToolRegistry:
     from .generative import GENERATIVE_TOOLS
     from .localise import LOCALISE_TOOLS
     from .masks import MASK_TOOLS
+    from .restore import RESTORE_TOOLS
     from .vlm import VLM_TOOLS
 
-    return ToolRegistry(CLASSIC_TOOLS + MASK_TOOLS + LOCALISE_TOOLS + GENERATIVE_TOOLS + VLM_TOOLS, runtime=runtime)
+    return ToolRegistry(CLASSIC_TOOLS + RESTORE_TOOLS + MASK_TOOLS + LOCALISE_TOOLS + GENERATIVE_TOOLS + VLM_TOOLS, runtime=runtime)
 
 
 __all__ = ["Param", "ToolCallError", "ToolOutput", "ToolRegistry", "ToolSpec", "default_registry"]

@@ -1,0 +1,358 @@
+"""A defect space: each defect made in several ways, each with a random strength.
+
+bench/photoset.py made each defect one way (a gain for under-exposure, a gain plus offset for
+over-exposure...), the same way the reward was fitted on, so a benchmark built on it could not see
+overfitting. Here a *family* is one way a defect happens (a gain in linear light, a gamma, a tone curve
+that keeps the whites, ...); families are grouped by what they damage (tone, colour, noise, blur), plus
+combinations of two or three families from different groups, and the over-processing that a good photo
+must be protected from. Every case draws its strengths from the family's range with its own seed, so
+the same (photo, family, index) is always the same image.
+
+Everything fitted or tuned is judged leave-one-family-out: fitted without a family, measured on it
+(scripts/fit_autotone.py, bench/photoagent_generalise.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+Rng = np.random.Generator
+Make = Callable[[np.ndarray, Rng], tuple[np.ndarray, dict]]
+
+
+def to_linear(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 0.0, 1.0)
+    return np.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055) ** 2.4).astype(np.float32)
+
+
+def to_srgb(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 0.0, 1.0)
+    return np.where(x <= 0.0031308, x * 12.92, 1.055 * x ** (1 / 2.4) - 0.055).astype(np.float32)
+
+
+def _luma(x: np.ndarray) -> np.ndarray:
+    return (x[..., :3] @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
+
+
+def _saturate(x: np.ndarray, factor: float) -> np.ndarray:
+    lum = _luma(x)
+    return lum + (x - lum) * factor
+
+
+def _u(rng: Rng, lo: float, hi: float) -> float:
+    return float(rng.uniform(lo, hi))
+
+
+# --- tone -----------------------------------------------------------------------------------
+
+def gain_linear(x, rng):  # under-exposure as a camera makes it: less light, in linear light
+    g = _u(rng, 0.2, 0.55)
+    return to_srgb(to_linear(x) * g), {"gain": g}
+
+
+def over_gain_linear(x, rng):  # over-exposure: more light, the highlights clip
+    g = _u(rng, 1.6, 3.0)
+    return to_srgb(to_linear(x) * g), {"gain": g}
+
+
+def gamma_dark(x, rng):
+    g = _u(rng, 1.4, 2.4)
+    return np.clip(x, 0, 1) ** g, {"gamma": g}
+
+
+def curve_dark(x, rng):  # the issue's case: whites still near 0.8, midtones crushed
+    w, g = _u(rng, 0.72, 0.9), _u(rng, 1.3, 2.0)
+    return w * np.clip(x, 0, 1) ** g, {"white": w, "gamma": g}
+
+
+def gamma_bright(x, rng):  # brightened: midtones lifted, ends kept
+    g = _u(rng, 0.45, 0.75)
+    return np.clip(x, 0, 1) ** g, {"gamma": g}
+
+
+def washed_out(x, rng):  # midtones and blacks lifted, nothing clipped
+    b, g = _u(rng, 0.08, 0.25), _u(rng, 0.6, 0.85)
+    return b + (1 - b) * np.clip(x, 0, 1) ** g, {"black": b, "gamma": g}
+
+
+def lifted_blacks(x, rng):  # a matte fade: only the blacks move
+    b = _u(rng, 0.1, 0.3)
+    return b + (1 - b) * x, {"black": b}
+
+
+def faded_print(x, rng):  # lifted blacks, dim whites, washed colours
+    b, w, s = _u(rng, 0.08, 0.22), _u(rng, 0.75, 0.92), _u(rng, 0.45, 0.8)
+    return b + (w - b) * _saturate(np.clip(x, 0, 1), s), {"black": b, "white": w, "saturation": s}
+
+
+def flat(x, rng):  # low contrast around the middle (haze, a flat profile)
+    k = _u(rng, 0.35, 0.65)
+    return 0.5 + (x - 0.5) * k, {"contrast": k}
+
+
+def s_curve(x, rng):  # too much contrast: a strong sigmoid
+    k = _u(rng, 4.0, 9.0)
+    x = np.clip(x, 0, 1)
+    lo, hi = 1 / (1 + np.exp(k * 0.5)), 1 / (1 + np.exp(-k * 0.5))
+    return (1 / (1 + np.exp(-k * (x - 0.5))) - lo) / (hi - lo), {"steepness": k}
+
+
+def crushed_blacks(x, rng):
+    c = _u(rng, 0.08, 0.2)
+    return (x - c) / (1 - c), {"crush": c}
+
+
+def compressed_highlights(x, rng):  # highlights rolled off: nothing reaches white
+    k, r = _u(rng, 0.45, 0.6), _u(rng, 0.2, 0.45)
+    return np.where(x > k, k + (x - k) * r, x), {"knee": k, "slope": r}
+
+
+def clipped_highlights(x, rng):  # blown: a gain in the display values
+    g = _u(rng, 1.25, 1.7)
+    return x * g, {"gain": g}
+
+
+# --- colour -----------------------------------------------------------------------------------
+
+def temperature(x, rng):  # an illuminant along the warm-cool axis, in linear light
+    t = _u(rng, 0.15, 0.45) * rng.choice((-1, 1))
+    gains = np.array([1 + t, 1.0, 1 - t], np.float32) / (1 + max(t, 0))
+    return to_srgb(to_linear(x) * gains), {"temperature": t}
+
+
+def tint(x, rng):  # along green-magenta, in linear light
+    t = _u(rng, 0.12, 0.35) * rng.choice((-1, 1))
+    gains = np.array([1.0, 1 + t, 1.0], np.float32) / (1 + max(t, 0))
+    return to_srgb(to_linear(x) * gains), {"tint": t}
+
+
+def channel_gains(x, rng):  # a wrong white balance in display values: any direction
+    gains = rng.uniform(0.72, 1.0, 3).astype(np.float32)
+    gains[rng.integers(3)] = 1.0
+    return x * gains, {"gains": [round(float(v), 3) for v in gains]}
+
+
+def washed_colour(x, rng):
+    s = _u(rng, 0.25, 0.6)
+    return _saturate(x, s), {"saturation": s}
+
+
+def over_saturated(x, rng):
+    s = _u(rng, 1.6, 2.4)
+    return _saturate(x, s), {"saturation": s}
+
+
+# --- noise ------------------------------------------------------------------------------------
+
+def gaussian_noise(x, rng):
+    s = _u(rng, 0.02, 0.07)
+    return x + rng.normal(0, s, x.shape).astype(np.float32), {"sigma": s}
+
+
+def poisson_gaussian(x, rng):  # a sensor: shot noise grows with the signal, read noise does not; in linear light
+    a, b = _u(rng, 0.002, 0.01), _u(rng, 0.003, 0.01)
+    lin = to_linear(x)
+    lin = lin + rng.normal(0, 1, x.shape).astype(np.float32) * np.sqrt(a * lin + b * b)
+    return to_srgb(lin), {"shot": a, "read": b}
+
+
+def chroma_noise(x, rng):  # colour blotches, the luminance clean
+    s = _u(rng, 0.03, 0.08)
+    n = rng.normal(0, s, x.shape).astype(np.float32)
+    n -= _luma(n)
+    return x + n, {"sigma": s}
+
+
+def jpeg(x, rng):
+    q = int(rng.integers(6, 26))
+    return _jpeg(x, q), {"quality": q}
+
+
+def _jpeg(x: np.ndarray, quality: int) -> np.ndarray:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray((np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)).save(buf, "JPEG", quality=quality)
+    return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"), np.float32) / 255.0
+
+
+# --- blur -------------------------------------------------------------------------------------
+
+def _convolve(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    from scipy.ndimage import convolve
+
+    kernel = (kernel / kernel.sum()).astype(np.float32)
+    return np.stack([convolve(x[..., c], kernel, mode="reflect") for c in range(x.shape[2])], axis=2)
+
+
+def gaussian_blur(x, rng):
+    from scipy.ndimage import gaussian_filter
+
+    s = _u(rng, 1.0, 2.5)
+    return gaussian_filter(x, (s, s, 0), mode="reflect"), {"sigma": s}
+
+
+def disc_kernel(radius: float) -> np.ndarray:
+    n = int(np.ceil(radius))
+    yy, xx = np.mgrid[-n:n + 1, -n:n + 1]
+    # supersampled so a fractional radius gives a fractional edge
+    fine = np.zeros((2 * n + 1, 2 * n + 1), np.float32)
+    for dy in np.linspace(-0.375, 0.375, 4):
+        for dx in np.linspace(-0.375, 0.375, 4):
+            fine += ((yy + dy) ** 2 + (xx + dx) ** 2 <= radius ** 2)
+    return fine
+
+
+def defocus(x, rng):
+    r = _u(rng, 1.8, 4.5)
+    return _convolve(x, disc_kernel(r)), {"radius": r}
+
+
+def motion_kernel(length: float, angle_deg: float) -> np.ndarray:
+    n = int(np.ceil(length / 2)) + 1
+    k = np.zeros((2 * n + 1, 2 * n + 1), np.float32)
+    t = np.linspace(-length / 2, length / 2, int(length * 4) + 1)
+    a = np.deg2rad(angle_deg)
+    xs, ys = n + t * np.cos(a), n - t * np.sin(a)
+    for px, py in zip(xs, ys):  # bilinear splat of points along the path
+        x0, y0 = int(np.floor(px)), int(np.floor(py))
+        fx, fy = px - x0, py - y0
+        k[y0, x0] += (1 - fx) * (1 - fy)
+        k[y0, x0 + 1] += fx * (1 - fy)
+        k[y0 + 1, x0] += (1 - fx) * fy
+        k[y0 + 1, x0 + 1] += fx * fy
+    return k
+
+
+def motion(x, rng):
+    length, angle = _u(rng, 6.0, 15.0), _u(rng, 0.0, 180.0)
+    return _convolve(x, motion_kernel(length, angle)), {"length": length, "angle": angle}
+
+
+# --- over-processing: what an eager auto-enhance does to a good photo ---------------------------
+
+def _registry_tool(name: str, **params):
+    from edit_agents.tools import default_registry
+
+    return default_registry().call(name, np.ascontiguousarray(params.pop("img")), params)[0]
+
+
+def over_sharpened(x, rng):
+    a = _u(rng, 1.5, 3.0)
+    from scipy.ndimage import gaussian_filter
+
+    return x + (x - gaussian_filter(x, (1.5, 1.5, 0))) * a, {"amount": a}
+
+
+def over_local_contrast(x, rng):
+    from skimage.exposure import equalize_adapthist
+
+    c = _u(rng, 0.02, 0.05)
+    return equalize_adapthist(np.clip(x, 0, 1), clip_limit=c).astype(np.float32), {"clip_limit": c}
+
+
+def over_smoothed(x, rng):  # a heavy denoise: texture gone
+    from skimage.restoration import denoise_tv_chambolle
+
+    w = _u(rng, 0.06, 0.15)
+    return denoise_tv_chambolle(np.clip(x, 0, 1), weight=w, channel_axis=2).astype(np.float32), {"weight": w}
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    group: str  # tone, colour, noise, blur, combination, overdone
+    make: Make
+    about: str
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("gain-linear", "tone", gain_linear, "under-exposure: a gain of 0.2-0.55 in linear light"),
+    Family("over-gain-linear", "tone", over_gain_linear, "over-exposure: a gain of 1.6-3 in linear light, clipped"),
+    Family("gamma-dark", "tone", gamma_dark, "midtones darkened: gamma 1.4-2.4, ends kept"),
+    Family("curve-dark", "tone", curve_dark, "a darkening curve that keeps the whites near 0.72-0.9"),
+    Family("gamma-bright", "tone", gamma_bright, "brightened: gamma 0.45-0.75, ends kept"),
+    Family("washed-out", "tone", washed_out, "blacks lifted 0.08-0.25 and midtones brightened, nothing clipped"),
+    Family("lifted-blacks", "tone", lifted_blacks, "a matte fade: blacks lifted 0.1-0.3"),
+    Family("faded-print", "tone", faded_print, "lifted blacks, whites at 0.75-0.92, colours washed"),
+    Family("flat", "tone", flat, "contrast cut to 35-65% around the middle"),
+    Family("s-curve", "tone", s_curve, "too much contrast: a sigmoid of steepness 4-9"),
+    Family("crushed-blacks", "tone", crushed_blacks, "the darkest 8-20% of the range crushed to black"),
+    Family("compressed-highlights", "tone", compressed_highlights, "highlights above 0.45-0.6 compressed 2-5x"),
+    Family("clipped-highlights", "tone", clipped_highlights, "blown: a gain of 1.25-1.7 on the display values"),
+    Family("temperature", "colour", temperature, "an illuminant 15-45% warmer or cooler, in linear light"),
+    Family("tint", "colour", tint, "a green or magenta tint of 12-35%, in linear light"),
+    Family("channel-gains", "colour", channel_gains, "two channels' gains of 0.72-1 on the display values"),
+    Family("washed-colour", "colour", washed_colour, "saturation cut to 25-60%"),
+    Family("over-saturated", "colour", over_saturated, "saturation raised to 160-240%"),
+    Family("gaussian-noise", "noise", gaussian_noise, "white noise of sigma 0.02-0.07 per channel"),
+    Family("poisson-gaussian", "noise", poisson_gaussian, "shot and read noise in linear light"),
+    Family("chroma-noise", "noise", chroma_noise, "colour noise of sigma 0.03-0.08, the luminance untouched"),
+    Family("jpeg", "noise", jpeg, "JPEG at quality 6-25"),
+    Family("gaussian-blur", "blur", gaussian_blur, "a Gaussian blur of sigma 1-2.5"),
+    Family("defocus", "blur", defocus, "a defocus disc of radius 1.8-4.5 px"),
+    Family("motion", "blur", motion, "camera shake: a line of 6-15 px at any angle"),
+    Family("over-sharpened", "overdone", over_sharpened, "an unsharp mask of amount 1.5-3"),
+    Family("over-local-contrast", "overdone", over_local_contrast, "CLAHE at a clip limit of 0.02-0.05"),
+    Family("over-smoothed", "overdone", over_smoothed, "a total-variation denoise of weight 0.06-0.15"),
+)}
+GROUPS = ("tone", "colour", "noise", "blur", "combination", "overdone")
+# combinations draw from these groups, in the order a camera and then a file would make them
+COMBINE_ORDER = ("blur", "tone", "colour", "noise")
+
+
+def combination(rng: Rng, count: int) -> list[str]:
+    """``count`` families from different groups, in the order a camera would apply them."""
+    groups = sorted(rng.choice(COMBINE_ORDER, size=count, replace=False), key=COMBINE_ORDER.index)
+    return [str(rng.choice([f.name for f in FAMILIES.values() if f.group == g])) for g in groups]
+
+
+def seed_of(*parts) -> int:
+    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")
+
+
+@dataclass(frozen=True)
+class Case:
+    photo: str
+    family: str  # a family's name, "combination" or "clean"
+    group: str
+    index: int
+    parts: tuple[tuple[str, dict], ...]  # (family, drawn parameters) in the order applied
+
+    def label(self) -> str:
+        return " + ".join(f"{name}({', '.join(f'{k}={_fmt(v)}' for k, v in params.items())})"
+                          for name, params in self.parts) or "clean"
+
+
+def _fmt(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def make(clean: np.ndarray, photo: str, family: str, index: int = 0) -> tuple[np.ndarray, Case]:
+    """The degraded image and its case: ``family`` a name of FAMILIES, "combination" or "clean"."""
+    rng = np.random.default_rng(seed_of(photo, family, index))
+    if family == "clean":
+        return clean, Case(photo, "clean", "clean", index, ())
+    names = combination(rng, int(rng.integers(2, 4))) if family == "combination" else [family]
+    img, parts = clean.astype(np.float32), []
+    for name in names:
+        img, params = FAMILIES[name].make(img, rng)
+        img = np.clip(img, 0.0, 1.0).astype(np.float32)
+        parts.append((name, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in params.items()}))
+    group = "combination" if family == "combination" else FAMILIES[family].group
+    return img, Case(photo, family, group, index, tuple(parts))
+
+
+def families(groups: tuple[str, ...] = GROUPS) -> list[str]:
+    """Family names of these groups ("combination" stands for the combinations)."""
+    out = [f.name for f in FAMILIES.values() if f.group in groups]
+    return out + (["combination"] if "combination" in groups else [])
+
+
+def family_of_parts(case: Case) -> set[str]:
+    """Every family a case is made of (a combination's parts), for leaving a family out of a fit."""
+    return {name for name, _ in case.parts}

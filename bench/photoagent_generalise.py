@@ -1,0 +1,304 @@
+"""Benchmark: does offline PhotoAgent generalise to defects it was not tuned on, judged against the truth?
+
+bench/photoagent_fidelity.py judges the search on the eight defects of bench/photoset.py, made the same
+way the reward was fitted on. Here the defects come from bench/defects.py: each defect made several
+ways (families, grouped into tone, colour, noise, blur and over-processing, plus combinations of two
+or three families), each case with its own random strength. The photos are photoset.EVALUATION, never
+used to fit anything. Every result is compared with the clean original by SSIM and mean CIEDE2000
+(photoagent_fidelity's functions), not by the reward the search optimises.
+
+Methods, each run on the same degraded image:
+  mcts             the shipped search: mcts_enhance with the MCTS Planner node's defaults, the classic tools,
+                   the default reward and perceiver (see mcts_tools_and_reward, the leave-one-family-out hook)
+  autocontrast     Pillow's ImageOps.autocontrast(cutoff=0.5) on the 8-bit image, each channel stretched
+  autolevel-gamma  ImageMagick's `-auto-level -auto-gamma`, reimplemented in numpy (autolevel_gamma)
+  clahe            scikit-image's exposure.equalize_adapthist(clip_limit=0.01), its defaults otherwise
+  none             the degraded input itself: a sanity row (never closer, never harmed)
+
+A degraded case is "closer" as in photoagent_fidelity.closer: SSIM up by at least 0.005 with ΔE up by at
+most 0.5, or ΔE down by at least 0.5 with SSIM down by at most 0.005. A case is "harmed" when SSIM drops
+by more than 0.02 or ΔE rises by more than 1.0 relative to the method's input (for a clean photo: relative
+to the clean photo itself, so any change beyond those bounds). A clean photo is "untouched" when SSIM is 1
+and ΔE 0 (to a float tolerance).
+
+Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean]
+     [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0] [--detail] [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import defects
+from edit_agents.agents.mcts import mcts_enhance
+from edit_agents.agents.reward import Reward
+from edit_agents.tools import default_registry
+from photoagent_fidelity import (
+    SETTINGS,
+    CountingTools,
+    closer,
+    delta_e,
+    share_of_cores,
+    ssim,
+)
+from photoset import EVALUATION, load
+
+METHODS = ("mcts", "autocontrast", "autolevel-gamma", "clahe", "none")
+HARM_SSIM, HARM_DE = 0.02, 1.0  # a drop in SSIM, a rise in ΔE, beyond which a case counts as harmed
+UNTOUCHED_TOL = 1e-6
+
+
+def mcts_tools_and_reward(family: str):
+    """``(tools, reward, perceiver)`` the search uses on a case of ``family`` (a family's name, "combination"
+    or "clean"): the hook for leave-one-family-out, where they will be fitted without that family. Today the
+    shipped ones: the classic tools, the default reward and, as None, the search's default perceiver."""
+    return default_registry().subset(categories=["classic"]), Reward(), None
+
+
+# --- baselines -----------------------------------------------------------------------------------
+
+def to_8bit(img: np.ndarray) -> np.ndarray:
+    return (np.clip(img, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)
+
+
+def autocontrast(img: np.ndarray) -> np.ndarray:
+    """Pillow's autocontrast, 0.5% cut at each end of each channel's histogram, on the 8-bit image."""
+    from PIL import Image, ImageOps
+
+    out = ImageOps.autocontrast(Image.fromarray(to_8bit(img)), cutoff=0.5)
+    return np.asarray(out, np.float32) / 255.0
+
+
+def autolevel_gamma(img: np.ndarray) -> np.ndarray:
+    """ImageMagick's ``-auto-level -auto-gamma``, reimplemented in numpy (not ImageMagick's code or binary).
+
+    -auto-level stretches the channels' joint min..max (the min and max over all channels together, as
+    ImageMagick's -auto-level does with its channels synced) to 0..1. -auto-gamma then applies to each
+    channel the gamma that brings that channel's mean to 0.5: gamma = log(mean) / log(0.5), out = in ** (1 /
+    gamma), computed on the display (sRGB-encoded) values as ImageMagick does, not in linear light."""
+    x = np.clip(img.astype(np.float64), 0.0, 1.0)
+    lo, hi = float(x.min()), float(x.max())
+    if hi > lo:
+        x = (x - lo) / (hi - lo)
+    for c in range(x.shape[2]):
+        mean = float(x[..., c].mean())
+        if 1e-6 < mean < 1 - 1e-6:  # an all-black or all-white channel has no gamma to find
+            x[..., c] = x[..., c] ** (math.log(0.5) / math.log(mean))
+    return x.astype(np.float32)
+
+
+def clahe(img: np.ndarray) -> np.ndarray:
+    from skimage import exposure
+
+    return exposure.equalize_adapthist(np.clip(img, 0.0, 1.0), clip_limit=0.01).astype(np.float32)
+
+
+BASELINES = {"autocontrast": autocontrast, "autolevel-gamma": autolevel_gamma, "clahe": clahe,
+             "none": lambda img: img}
+
+
+# --- cases ---------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def _photo(name: str, side: int) -> np.ndarray:
+    img = load(name, side)
+    img.flags.writeable = False  # shared by every case of the photo in this process
+    return img
+
+
+def harmed(before: tuple[float, float], after: tuple[float, float]) -> bool:
+    return after[0] < before[0] - HARM_SSIM or after[1] > before[1] + HARM_DE
+
+
+def untouched(after: tuple[float, float]) -> bool:
+    return after[0] >= 1.0 - UNTOUCHED_TOL and after[1] <= UNTOUCHED_TOL
+
+
+def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: tuple[str, ...] = METHODS,
+             seed: int = 0, model_for: str | None = None) -> dict:
+    """One case, every method on it. ``model_for``: the family whose search components to use
+    (mcts_tools_and_reward), the case's own family when None."""
+    clean = _photo(photo, side)
+    bad, case = defects.make(clean, photo, family, index)
+    bad = np.array(bad, np.float32)  # its own writable copy, whatever make returned
+    before = (1.0, 0.0) if family == "clean" else (ssim(bad, clean), delta_e(bad, clean))
+    row = {"photo": photo, "family": family, "group": case.group, "index": index, "label": case.label(),
+           "parts": [[name, params] for name, params in case.parts], "before": before, "after": {},
+           "actions": {}, "edits": {}, "wall": {}}
+    for method in methods:
+        t = time.perf_counter()
+        if method == "mcts":
+            classic, reward, perceiver = mcts_tools_and_reward(model_for or family)
+            tools = CountingTools(classic)
+            extra = {} if perceiver is None else {"perceiver": perceiver}
+            result = mcts_enhance(bad.copy(), tools, reward, replace(SETTINGS, seed=seed), **extra)
+            out = result.image
+            row["actions"][method] = [a.label() for a in result.actions]
+            row["edits"][method] = tools.edits
+        elif method in BASELINES:
+            out = BASELINES[method](bad.copy())
+        else:
+            raise ValueError(f"unknown method {method!r}: choose from {METHODS}")
+        out = np.asarray(out, np.float32)
+        if np.array_equal(out, clean):
+            row["after"][method] = (1.0, 0.0)
+        elif np.array_equal(out, bad):  # left as it came (none; a search that found nothing to do)
+            row["after"][method] = before
+        else:
+            row["after"][method] = (ssim(out, clean), delta_e(out, clean))
+        row["wall"][method] = time.perf_counter() - t  # its scoring against the original included
+    return row
+
+
+def _run(args: tuple) -> dict:
+    return run_case(*args)
+
+
+# --- report --------------------------------------------------------------------------------------
+
+def _stats(rows: list[dict], method: str) -> dict:
+    return {"n": len(rows),
+            "closer": sum(closer(r["before"], r["after"][method]) for r in rows),
+            "harmed": sum(harmed(r["before"], r["after"][method]) for r in rows),
+            "untouched": sum(untouched(r["after"][method]) for r in rows),
+            "ssim": statistics.mean(r["after"][method][0] for r in rows),
+            "de": statistics.mean(r["after"][method][1] for r in rows),
+            "min_ssim": min(r["after"][method][0] for r in rows),
+            "max_de": max(r["after"][method][1] for r in rows)}
+
+
+def summarise(rows: list[dict], methods: tuple[str, ...]) -> dict:
+    """Counts and means per family, per group, over every degraded case ("all") and over the clean photos."""
+    degraded = [r for r in rows if r["family"] != "clean"]
+    sets = {}
+    for family in dict.fromkeys(r["family"] for r in degraded):
+        sets[("family", family)] = [r for r in degraded if r["family"] == family]
+    for group in defects.GROUPS:
+        sets[("group", group)] = [r for r in degraded if r["group"] == group]
+    sets[("group", "all")] = degraded
+    sets[("clean", "clean")] = [r for r in rows if r["family"] == "clean"]
+    out = {}
+    for key, sel in sets.items():
+        if sel:
+            out[key] = {"n": len(sel), "before": (statistics.mean(r["before"][0] for r in sel),
+                                                  statistics.mean(r["before"][1] for r in sel)),
+                        "methods": {m: _stats(sel, m) for m in methods}}
+    return out
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / max(1, n):.0f}%"
+
+
+def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> dict:
+    """Print the tables; return summarise(rows, methods), the figures they show."""
+    summary = summarise(rows, methods)
+    if detail:
+        print(f"{'photo':<18}{'family':<22}{'#':>2}{'SSIM before':>12}{'ΔE':>7}  "
+              + "".join(f"{m[:15] + ' SSIM':>21}{'ΔE':>7}" for m in methods) + "   mcts actions | case")
+        for r in rows:
+            print(f"{r['photo']:<18}{r['family']:<22}{r['index']:>2}{r['before'][0]:>12.3f}{r['before'][1]:>7.2f}  "
+                  + "".join(f"{r['after'][m][0]:>21.3f}{r['after'][m][1]:>7.2f}" for m in methods)
+                  + "   " + (", ".join(r["actions"].get("mcts", [])) or "(none)") + " | " + r["label"])
+        print()
+    print("per family and group, degraded cases: closer/n (%), harmed, mean SSIM and ΔE after "
+          "(before: the degraded input's)")
+    head = f"{'family':<22}{'n':>4}{'before':>14}  " + "".join(f"| {m:<30}" for m in methods)
+    print(head + "\n" + "-" * len(head))
+    last_kind = "family"
+    for (kind, name), s in summary.items():
+        if kind == "clean":
+            continue
+        if kind != last_kind:
+            print("-" * len(head))
+            last_kind = kind
+        label = name if kind == "family" else f"[{name}]"
+        cells = ""
+        for m in methods:
+            st = s["methods"][m]
+            cells += (f"| {st['closer']:>3}/{st['n']:<3} {_pct(st['closer'], st['n']):>4} h{st['harmed']:<3}"
+                      f" {st['ssim']:.3f} {st['de']:>5.2f} ")
+        print(f"{label:<22}{s['n']:>4}{s['before'][0]:>8.3f}{s['before'][1]:>6.2f}  " + cells)
+    clean = summary.get(("clean", "clean"))
+    if clean:
+        print(f"\nclean photos ({clean['n']}): untouched, harmed (beyond the bounds above), min SSIM, max ΔE")
+        for m in methods:
+            st = clean["methods"][m]
+            print(f"  {m:<16} untouched {st['untouched']}/{st['n']}, harmed {st['harmed']}, "
+                  f"min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}")
+    print("\nsummary (markdown): per group, cases closer (%), harmed, mean SSIM / ΔE after\n")
+    print("| group | n | before SSIM / ΔE | " + " | ".join(methods) + " |")
+    print("|---|---:|---|" + "---|" * len(methods))
+    for (kind, name), s in summary.items():
+        if kind == "group":
+            cells = [f"{_pct(st['closer'], st['n'])} closer, {st['harmed']} harmed, {st['ssim']:.3f} / {st['de']:.2f}"
+                     for st in (s["methods"][m] for m in methods)]
+            label = "**all degraded**" if name == "all" else name
+            print(f"| {label} | {s['n']} | {s['before'][0]:.3f} / {s['before'][1]:.2f} | " + " | ".join(cells) + " |")
+    if clean:
+        cells = [f"{st['untouched']}/{st['n']} untouched, min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}"
+                 for st in (clean["methods"][m] for m in methods)]
+        print(f"| clean | {clean['n']} | 1.000 / 0.00 | " + " | ".join(cells) + " |")
+    return summary
+
+
+# --- command line --------------------------------------------------------------------------------
+
+def cases(photos: list[str], families: list[str], per_family: int) -> list[tuple[str, str, int]]:
+    return [(p, f, i) for p in photos for f in families for i in range(1 if f == "clean" else per_family)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--photos", default=",".join(EVALUATION), help="comma-separated (default: photoset.EVALUATION)")
+    ap.add_argument("--families", default=",".join(defects.families() + ["clean"]),
+                    help='comma-separated families of bench/defects.py, "combination" and "clean" (default: all)')
+    ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (clean: one)")
+    ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {METHODS}")
+    ap.add_argument("--side", type=int, default=512, help="longest side of the photos (default 512)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes, one torch thread each")
+    ap.add_argument("--seed", type=int, default=0, help="the search's seed (the cases' strengths are fixed)")
+    ap.add_argument("--detail", action="store_true", help="print every case")
+    ap.add_argument("--json", metavar="PATH", help="write every row here")
+    a = ap.parse_args()
+    methods = tuple(m for m in a.methods.split(",") if m)
+    families = [f for f in a.families.split(",") if f]
+    unknown = [m for m in methods if m not in METHODS] + \
+              [f for f in families if f not in defects.FAMILIES and f not in ("combination", "clean")]
+    if unknown:
+        ap.error(f"unknown method(s) or family(ies): {', '.join(unknown)}")
+    todo = cases([p for p in a.photos.split(",") if p], families, a.per_family)
+    t0 = time.perf_counter()
+    print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family, clean one), MCTS defaults: "
+          f"{SETTINGS.simulations} simulations x depth {SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search "
+          f"copy {SETTINGS.preview_side} px, seed {a.seed}; {a.jobs} worker(s) of 1 torch thread")
+    with ProcessPoolExecutor(a.jobs, initializer=share_of_cores, initargs=(1,)) as pool:
+        rows = list(pool.map(_run, [(p, f, i, a.side, methods, a.seed) for p, f, i in todo]))
+    report(rows, methods, a.detail)
+    if "mcts" in methods:
+        print(f"\nmcts: edits mean {statistics.mean(r['edits']['mcts'] for r in rows):.1f}, "
+              f"wall mean {statistics.mean(r['wall']['mcts'] for r in rows):.2f} s per case")  # scoring included
+    if a.json:
+        for r in rows:
+            r["closer"] = {m: r["family"] != "clean" and closer(r["before"], r["after"][m]) for m in methods}
+            r["harmed"] = {m: harmed(r["before"], r["after"][m]) for m in methods}
+        Path(a.json).write_text(json.dumps({"side": a.side, "seed": a.seed, "methods": methods, "rows": rows},
+                                           indent=1))
+        print(f"rows written to {a.json}")
+    print(f"\nwall {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

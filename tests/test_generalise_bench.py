@@ -1,0 +1,106 @@
+"""A bounded run of bench/photoagent_generalise.py: its methods, its verdicts against the clean original, its report."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import photoagent_generalise as bench
+from edit_agents.agents.perceiver import RulePerceiver
+from edit_agents.agents.reward import Reward
+from edit_agents.tools import default_registry
+
+FAMILIES = ("gamma-bright", "jpeg", "clean")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return [bench.run_case("chelsea", family, 0, 128) for family in FAMILIES]
+
+
+def test_every_method_runs_and_the_baselines_change_a_degraded_photo(rows):
+    for r in rows:
+        assert set(r["after"]) == set(bench.METHODS), r["family"]
+        assert r["group"] == {"gamma-bright": "tone", "jpeg": "noise", "clean": "clean"}[r["family"]]
+    bright, _, clean = rows
+    assert bright["before"][0] < 0.95 and bright["before"][1] > 3  # the defect is there to be judged
+    for method in ("autocontrast", "autolevel-gamma", "clahe"):
+        assert bright["after"][method] != bright["before"], method
+    assert clean["before"] == (1.0, 0.0)
+
+
+def test_none_is_the_input_never_closer_never_harmed(rows):
+    for r in rows:
+        assert r["after"]["none"] == r["before"], r["family"]
+        assert not bench.closer(r["before"], r["after"]["none"]), r["family"]
+        assert not bench.harmed(r["before"], r["after"]["none"]), r["family"]
+    assert bench.untouched(rows[2]["after"]["none"])
+
+
+def test_harm_is_measured_from_the_input_with_its_bounds():
+    assert bench.harmed((0.80, 5.0), (0.77, 5.0))  # SSIM down by 0.03
+    assert bench.harmed((0.80, 5.0), (0.80, 6.5))  # ΔE up by 1.5
+    assert not bench.harmed((0.80, 5.0), (0.79, 5.9))  # within both bounds
+    assert bench.harmed((1.0, 0.0), (0.97, 0.5))  # a clean photo: any change beyond the bounds
+    assert not bench.untouched((0.9999, 0.0)) and bench.untouched((1.0, 0.0))
+
+
+def test_the_report_counts_what_the_rows_say(rows, capsys):
+    summary = bench.report(rows, bench.METHODS, detail=True)
+    out = capsys.readouterr().out
+    degraded = [r for r in rows if r["family"] != "clean"]
+    for method in bench.METHODS:
+        n_closer = sum(bench.closer(r["before"], r["after"][method]) for r in degraded)
+        n_harmed = sum(r["after"][method][0] < r["before"][0] - 0.02 or r["after"][method][1] > r["before"][1] + 1.0
+                       for r in degraded)
+        every = summary[("group", "all")]["methods"][method]
+        assert (every["n"], every["closer"], every["harmed"]) == (2, n_closer, n_harmed), method
+        for r in degraded:
+            fam = summary[("family", r["family"])]["methods"][method]
+            assert fam["closer"] == bench.closer(r["before"], r["after"][method]), (method, r["family"])
+            assert fam["ssim"] == pytest.approx(r["after"][method][0])
+        clean = summary[("clean", "clean")]["methods"][method]
+        assert clean["untouched"] == bench.untouched(rows[2]["after"][method]), method
+    tone = summary[("group", "tone")]["methods"]
+    cells = [f"{100 * tone[m]['closer']:.0f}% closer, {tone[m]['harmed']} harmed" for m in bench.METHODS]
+    line = next(x for x in out.splitlines() if x.startswith("| tone | 1 |"))
+    assert [c.split(",")[:2] for c in line.split(" | ")[3:]] == [c.split(",") for c in cells]
+    assert ("group", "blur") not in summary  # no case, no row
+    assert "jpeg(quality=" in out  # the case's label, in the detail
+
+
+def test_autolevel_gamma_stretches_jointly_and_brings_each_mean_to_a_half():
+    rng = np.random.default_rng(0)
+    img = np.empty((64, 64, 3), np.float32)
+    img[..., 0] = np.linspace(0.1, 0.7, 64)[None, :]  # the channel that sets the joint range
+    img[..., 1] = 0.25 + rng.normal(0, 0.005, (64, 64))
+    img[..., 2] = 0.55 + rng.normal(0, 0.005, (64, 64))
+    out = bench.autolevel_gamma(img)
+    assert out.min() == pytest.approx(0.0, abs=1e-6) and out.max() == pytest.approx(1.0, abs=1e-6)
+    assert out[..., 0].min() == pytest.approx(0.0, abs=1e-6)  # one range for all channels: red's ends
+    for c in (1, 2):
+        assert out[..., c].mean() == pytest.approx(0.5, abs=0.01), c
+    assert out[..., 0].mean() == pytest.approx(0.5, abs=0.05)  # the gamma matches the mean value, not the mean
+    # stretched per channel instead, green and blue would be noise across 0..1, their means still ~0.5: so
+    # check the joint stretch kept green's narrow spread narrow
+    assert out[..., 1].std() < 0.1
+
+
+def test_the_search_takes_its_components_from_the_leave_one_out_hook(monkeypatch):
+    asked, perceived = [], []
+
+    class Counting(RulePerceiver):
+        def perceive(self, *args, **kwargs):
+            perceived.append(1)
+            return super().perceive(*args, **kwargs)
+
+    def hook(family):
+        asked.append(family)
+        return default_registry().subset(categories=["classic"]), Reward(), Counting()
+
+    monkeypatch.setattr(bench, "mcts_tools_and_reward", hook)
+    bench.run_case("chelsea", "clean", 0, 128, ("mcts",))
+    bench.run_case("chelsea", "clean", 0, 128, ("mcts",), model_for="jpeg")
+    assert asked == ["clean", "jpeg"]
+    assert perceived  # the hook's perceiver is the one the search asked

@@ -1,0 +1,406 @@
+"""Restoration tools: undo what a camera or a codec did (JPEG blocks, defocus and motion blur).
+
+Each measures the defect on the photo itself (the JPEG grid, the blur kernel), so the perceiver can read the
+same measures (``blockiness``, ``estimate_blur``) and the reward can check an edit for halos (``overshoot``).
+numpy and scipy only; the filters come from tools/imageops.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import fft as sfft
+from scipy import ndimage
+
+from .imageops import bilateral_filter, luminance, on_color
+from .spec import Param, ToolOutput, ToolSpec
+
+BLOCK = 8  # the JPEG DCT block
+RING_PER_RADIUS = 1.86  # a disc of radius R puts its cepstral ring at 1.86 R (measured, R = 1.5 to 6 px)
+MIN_CONFIDENCE = 0.25  # below this estimate_blur says "none" and deconvolve leaves the photo alone
+
+
+# --- measures -------------------------------------------------------------------------
+
+def _grid_profile(lum: np.ndarray, axis: int) -> np.ndarray:
+    """Typical absolute step between neighbours along ``axis`` at each of the 8 positions in a block (position 7:
+    across a boundary of the grid that starts at 0). Steps are capped so real edges do not outweigh the grid, and
+    the median over the blocks is taken, so a few straight edges that happen to lie on the grid (a picture
+    pasted at a multiple of 8 px) do not read as compression: JPEG raises every boundary."""
+    d = np.minimum(np.abs(np.diff(lum, axis=axis)), 0.1)
+    d = d.mean(axis=1 - axis)
+    n = len(d) // BLOCK * BLOCK
+    return np.median(d[:n].reshape(-1, BLOCK), axis=0)
+
+
+def _grid(lum: np.ndarray) -> tuple[float, int, int]:
+    """(blockiness, column phase, row phase): the phase is where boundaries of the 8x8 grid fall (between
+    pixel ``phase + 8k`` and the next), found rather than assumed, as a crop moves the grid."""
+    ratios, phases = [], []
+    for axis in (1, 0):
+        if lum.shape[axis] < 2 * BLOCK + 1 or lum.shape[1 - axis] < 2:
+            ratios.append(1.0)
+            phases.append(BLOCK - 1)
+            continue
+        prof = _grid_profile(lum, axis)
+        phase = int(np.argmax(prof))
+        rest = (prof.sum() - prof[phase]) / (BLOCK - 1)
+        ratios.append(float(prof[phase] / (rest + 1e-4)))
+        phases.append(phase)
+    return float(math.sqrt(ratios[0] * ratios[1])), phases[0], phases[1]
+
+
+def blockiness(lum: np.ndarray) -> float:
+    """How visible a JPEG 8x8 grid is: the mean step across the grid's boundaries over the mean step inside its
+    blocks (geometric mean of columns and rows). About 1 for a natural photo, 1.5 to 4 for heavy JPEG."""
+    lum = np.asarray(lum, np.float32)
+    return _grid(lum[:, :, 0] if lum.ndim == 3 else lum)[0]
+
+
+def _local_range(x: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    return ndimage.minimum_filter(x, size, mode="nearest"), ndimage.maximum_filter(x, size, mode="nearest")
+
+
+def _tone_map(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """``before`` through the monotone curve that best maps it to ``after``: a global tone edit (gamma, levels,
+    curves) moves every local extreme with it, so it then creates none."""
+    bins = 64
+    idx = np.clip((before * bins).astype(np.int64), 0, bins - 1).ravel()
+    count = np.bincount(idx, minlength=bins)
+    mean = np.bincount(idx, after.ravel().astype(np.float64), minlength=bins) / np.maximum(count, 1)
+    centres = (np.bincount(idx, before.ravel().astype(np.float64), minlength=bins) / np.maximum(count, 1))[count > 0]
+    mean = mean[count > 0]
+    if len(mean) < 2:
+        return np.full_like(before, float(after.mean()))
+    rising = np.corrcoef(before.ravel(), after.ravel())[0, 1] >= 0 if before.std() > 0 and after.std() > 0 else True
+    curve = np.maximum.accumulate(mean) if rising else np.minimum.accumulate(mean)
+    return np.interp(before, centres, curve).astype(np.float32)
+
+
+def overshoot(before: np.ndarray, after: np.ndarray, window: int = 5, tolerance: float = 0.02) -> float:
+    """The share of pixels (0..1) where an edit made new extremes: ``after``'s luminance leaves the range that
+    ``before`` (through the edit's global tone curve) spans in a ``window`` x ``window`` neighbourhood by more
+    than ``tolerance``. Halos and ringing of a sharpen or deconvolution raise it; tone edits leave it near 0."""
+    b = luminance(before) if np.ndim(before) == 3 else np.asarray(before, np.float32)
+    a = luminance(after) if np.ndim(after) == 3 else np.asarray(after, np.float32)
+    if a.shape != b.shape:
+        raise ValueError(f"overshoot compares images of one size, got {b.shape} and {a.shape}")
+    lo, hi = _local_range(_tone_map(b, a), window)
+    return float(((a > hi + tolerance) | (a < lo - tolerance)).mean())
+
+
+# --- deblock --------------------------------------------------------------------------
+
+def _deblock_columns(x: np.ndarray, phase: int, limit: float, strength: float) -> np.ndarray:
+    """Smooth the steps across the grid's vertical boundaries (between columns ``phase + 8k`` and the next).
+
+    A step ``delta`` (what the boundary adds to the slope inside the blocks either side) is spread into a ramp
+    over four pixels each side where it is below ``limit`` (a quantisation step, not an edge) and the blocks
+    either side are smooth (texture hides the grid and the ramp would blur it); soft weights, so no new seam
+    appears where the decision flips."""
+    w = x.shape[1]
+    bounds = np.arange(phase, w - 1, BLOCK)
+    bounds = bounds[(bounds >= 3) & (bounds + 4 <= w - 1)]
+    if len(bounds) == 0 or limit <= 0:
+        return x
+    taps = np.arange(4)
+    p = x[:, bounds[:, None] - taps]  # H x nb x 4 x C: p0 (at the boundary) .. p3
+    q = x[:, bounds[:, None] + 1 + taps]
+    delta = (q[:, :, 0] - p[:, :, 0]) - 0.5 * ((p[:, :, 0] - p[:, :, 1]) + (q[:, :, 1] - q[:, :, 0]))
+    activity = (np.abs(np.diff(p, axis=2)).mean(axis=2) + np.abs(np.diff(q, axis=2)).mean(axis=2)) / 2
+    weight = strength * np.clip(1.5 - np.abs(delta) / limit, 0, 1) * np.clip(1.5 - activity / (0.5 * limit), 0, 1)
+    ramp = (0.5 * (1 - taps / 4)).astype(np.float32)  # 1/2 at the boundary to 1/8: a ramp over 8 pixels
+    change = (weight * delta)[:, :, None, :] * ramp[None, None, :, None]
+    out = x.copy()
+    out[:, bounds[:, None] - taps] += change  # boundaries 8 apart: no pixel is written twice
+    out[:, bounds[:, None] + 1 + taps] -= change
+    return out
+
+
+def _deblock_plane(x: np.ndarray, phases: tuple[int, int], limit: float, strength: float) -> np.ndarray:
+    x = _deblock_columns(x, phases[0], limit, strength)
+    return _deblock_columns(x.transpose(1, 0, 2), phases[1], limit, strength).transpose(1, 0, 2)
+
+
+def deblock(img, strength=0.7):
+    """Remove JPEG blocking and ringing. The grid and how heavy it is are measured on the image itself, not
+    pinned to the whole photo's: a crop has the grid at its own offset, and a reduced copy has none to remove."""
+    def f(c):
+        lum = luminance(c)
+        if strength <= 0 or min(lum.shape) < 2:
+            return c
+        blocky, px, py = _grid(lum)
+        lvl = float(np.clip((blocky - 1.05) / 1.0, 0.0, 1.0))  # 0: no grid .. 1: a heavy JPEG's
+        # a heavy JPEG's quantisation steps reach a few hundredths; larger steps are edges
+        limit = (0.005 + 0.03 * lvl) * (0.5 + strength)
+        if c.shape[2] == 1:
+            planes = c.astype(np.float32)
+        else:  # luma and two colour differences: JPEG quantises chroma harder, so those get more smoothing
+            y = lum[:, :, None]
+            planes = np.concatenate([y, c[:, :, [0, 2]] - y], axis=2).astype(np.float32)
+        planes = _deblock_plane(planes, (px, py), limit, min(1.0, strength * 1.2))
+        # mosquito noise: a mild edge-preserving filter, as strong as the grid says the compression was
+        sigma = (0.01 + 0.08 * lvl) * strength
+        if sigma > 0.004:
+            smooth = bilateral_filter(planes[:, :, :1] if c.shape[2] > 1 else planes, 5, sigma, 1.5)
+            if c.shape[2] == 1:
+                planes = smooth
+            else:  # each colour difference on its own (OpenCV's filter takes 1 or 3 channels)
+                planes = np.stack([smooth[:, :, 0]] + [bilateral_filter(np.ascontiguousarray(planes[:, :, i]), 7,
+                                                                         sigma * 3, 3.0) for i in (1, 2)], axis=2)
+        if c.shape[2] == 1:
+            return planes
+        y, cr, cb = planes[:, :, 0], planes[:, :, 1], planes[:, :, 2]
+        r, b = y + cr, y + cb
+        g = (y - 0.2126 * r - 0.0722 * b) / 0.7152
+        return np.stack([r, g, b], axis=2)
+    return on_color(f)(img)
+
+
+# --- blur estimation --------------------------------------------------------------------
+
+def _cepstrum(lum: np.ndarray) -> np.ndarray | None:
+    """The power cepstrum of ``lum`` (the inverse transform of its log power spectrum, centred), from the
+    spectra of overlapping windowed tiles averaged (Welch), so the photo's own content averages out while the
+    blur kernel's zeros, the same in every tile, stay: a disc gives a negative ring at about twice its radius,
+    a linear motion two negative points at its length along its direction."""
+    h, w = lum.shape
+    n = 128 if min(h, w) >= 128 else 64 if min(h, w) >= 64 else 0
+    if n == 0:
+        return None
+    step = n // 2
+    ys, xs = np.arange(0, h - n + 1, step), np.arange(0, w - n + 1, step)
+    ys, xs = ys[np.linspace(0, len(ys) - 1, min(len(ys), 10)).astype(int)], xs[
+        np.linspace(0, len(xs) - 1, min(len(xs), 10)).astype(int)]  # at most 100 tiles on a large photo
+    tiles = np.stack([lum[y:y + n, x:x + n] for y in ys for x in xs]).astype(np.float64)
+    tiles -= tiles.mean(axis=(1, 2), keepdims=True)
+    window = np.hanning(n)
+    power = (np.abs(sfft.fft2(tiles * np.outer(window, window), workers=2)) ** 2).mean(axis=0)
+    return np.fft.fftshift(sfft.ifft2(np.log(power + 1e-12 * power.mean() + 1e-20), workers=2).real)
+
+
+def _radii(n: int) -> np.ndarray:
+    c = n // 2
+    yy, xx = np.mgrid[-c:n - c, -c:n - c]
+    return np.hypot(yy, xx)
+
+
+def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
+    """The blur of a photo from its cepstrum: ``{"kind": "none" | "defocus" | "motion", "radius": px (defocus),
+    "length": px and "angle": degrees counter-clockwise from horizontal (motion), "confidence": 0..1}``.
+    ``kind`` "defocus" or "motion" reports the best kernel of that family even where the photo looks sharp."""
+    lum = np.asarray(lum, np.float32)
+    lum = lum[:, :, 0] if lum.ndim == 3 else lum
+    none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "confidence": 0.0}
+    cep = _cepstrum(lum)
+    if cep is None:
+        return none
+    n = cep.shape[0]
+    c = n // 2
+    rr = _radii(n)
+    ring = (rr > 2.5) & (rr < n / 3)
+    spread = 1.4826 * float(np.median(np.abs(cep[ring] - np.median(cep[ring])))) + 1e-6
+    # motion: the deepest point; its twin is the point mirrored through the centre
+    at = np.unravel_index(np.argmin(np.where(ring, cep, np.inf)), cep.shape)
+    near = cep[at[0] - 1:at[0] + 2, at[1] - 1:at[1] + 2]
+    weight = np.clip(-near, 0, None)
+    dy = at[0] - c + float((weight.sum(axis=1) * np.arange(-1, 2)).sum() / (weight.sum() + 1e-12))
+    dx = at[1] - c + float((weight.sum(axis=0) * np.arange(-1, 2)).sum() / (weight.sum() + 1e-12))
+    length = math.hypot(dx, dy)
+    angle = math.degrees(math.atan2(-dy, dx)) % 180.0
+    # defocus: the deepest ring of the profile by radius (in half-pixel bins)
+    bins = np.round(rr * 2).astype(int)
+    counts = np.bincount(bins.ravel())
+    profile = np.bincount(bins.ravel(), cep.ravel()) / np.maximum(counts, 1)
+    lo, hi = 5, int(n / 3 * 2)
+    k = lo + int(np.argmin(profile[lo:hi]))
+    a, b, e = profile[k - 1], profile[k], profile[k + 1]
+    ring_at = (k + 0.5 * (a - e) / (a - 2 * b + e + 1e-12)) / 2  # parabola through the three bins
+    # depths in robust standard deviations of the cepstrum: a sharp photo reaches about 8 at its deepest point
+    # and 1 on its deepest ring; blur from the families here gives 10 to 100
+    depth_point, depth_ring = -float(cep[at]) / spread, -float(b) / spread
+    at_length = profile[min(round(length * 2), len(profile) - 1)]
+    isotropy = float(at_length / cep[at]) if cep[at] < 0 else 0.0  # a ring is as deep all round; a point is not
+    defocus = {"kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2), "length": 0.0, "angle": 0.0,
+               "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)), 3)}
+    motion = {"kind": "motion", "radius": 0.0, "length": round(length, 2), "angle": round(angle, 1) % 180.0,
+              "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
+                                        * np.clip((0.4 - isotropy) / 0.2, 0, 1)), 3)}
+    if kind in ("defocus", "motion"):
+        return defocus if kind == "defocus" else motion
+    best = max(defocus, motion, key=lambda e: e["confidence"])
+    return best if best["confidence"] >= MIN_CONFIDENCE else {**none, "confidence": best["confidence"]}
+
+
+# --- deconvolution ----------------------------------------------------------------------
+
+def blur_kernel(kind: str, radius: float = 0.0, length: float = 0.0, angle: float = 0.0) -> np.ndarray:
+    """The point spread function: a disc of ``radius`` px (defocus) or a line ``length`` px long at ``angle``
+    degrees counter-clockwise (motion), antialiased by supersampling, summing to 1."""
+    sub = 8
+    if kind == "defocus":
+        half = math.ceil(radius) + 1
+        g = (np.arange((2 * half + 1) * sub) + 0.5) / sub - half - 0.5
+        inside = (g[:, None] ** 2 + g[None, :] ** 2 <= radius * radius).astype(np.float64)
+        k = inside.reshape(2 * half + 1, sub, 2 * half + 1, sub).sum(axis=(1, 3))
+    else:
+        half = math.ceil(length / 2) + 1
+        t = np.linspace(-length / 2, length / 2, max(2, int(length * sub * 2)))
+        a = math.radians(angle)
+        x, y = t * math.cos(a) + half, -t * math.sin(a) + half  # image rows run down
+        k = np.zeros((2 * half + 1, 2 * half + 1))
+        x0, y0 = np.floor(x).astype(int), np.floor(y).astype(int)
+        fx, fy = x - x0, y - y0
+        for dy, dx, wt in ((0, 0, (1 - fx) * (1 - fy)), (0, 1, fx * (1 - fy)), (1, 0, (1 - fx) * fy), (1, 1, fx * fy)):
+            np.add.at(k, (y0 + dy, x0 + dx), wt)  # bilinear splats of points along the line
+    if k.sum() <= 0:
+        k = np.ones((1, 1))
+    return (k / k.sum()).astype(np.float64)
+
+
+def _otf(psf: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """The kernel's transform on a ``shape`` grid, centred on the origin (so the result is not shifted)."""
+    pad = np.zeros(shape)
+    kh, kw = psf.shape
+    pad[:kh, :kw] = psf
+    pad = np.roll(pad, (-(kh // 2), -(kw // 2)), axis=(0, 1))
+    return sfft.rfft2(pad, workers=2)
+
+
+def _noise_sigma(lum: np.ndarray) -> float:
+    """The noise's standard deviation from the finest diagonal detail (median absolute deviation)."""
+    h, w = lum.shape[0] // 2 * 2, lum.shape[1] // 2 * 2
+    x = lum[:h, :w].astype(np.float64)
+    hh = (x[0::2, 0::2] - x[0::2, 1::2] - x[1::2, 0::2] + x[1::2, 1::2]) / 2
+    return float(np.median(np.abs(hh)) / 0.6745) if hh.size else 0.0
+
+
+def _wiener(planes: np.ndarray, psf: np.ndarray, balance: float) -> np.ndarray:
+    """Wiener-Tikhonov deconvolution of each plane of an H x W x C stack with a gradient penalty (``balance``):
+    the photo is mirrored out by the kernel's size and its outer margin faded into its own blurred copy, so it
+    wraps round smoothly for the FFT and the borders do not ring."""
+    h, w = planes.shape[:2]
+    m = max(psf.shape) + 8
+    ph, pw = sfft.next_fast_len(h + 2 * m, real=True), sfft.next_fast_len(w + 2 * m, real=True)
+    rows = _mirror(np.arange(-m, ph - m), h)
+    cols = _mirror(np.arange(-m, pw - m), w)
+    padded = planes[rows][:, cols].astype(np.float64).transpose(2, 0, 1)
+    otf = _otf(psf, (ph, pw))
+    spectrum = sfft.rfft2(padded, workers=2)
+    blurred = sfft.irfft2(spectrum * otf, s=(ph, pw), workers=2)
+    def taper(n, size):  # 1 on the photo, falling smoothly to 0 halfway round the wrapped margin
+        j = np.arange(n)
+        after, before = j - (m + size - 1), m - j  # pixels past the photo's far and near edge
+        d = np.where(j >= m + size, np.minimum(after, n - j + m), np.where(j < m, np.minimum(before, j + 1 + n - m - size), 0))
+        return 0.5 + 0.5 * np.cos(np.pi * np.clip(d / ((n - size) / 2), 0, 1))
+
+    wgt = taper(ph, h)[:, None] * taper(pw, w)[None, :]
+    spectrum = sfft.rfft2(wgt * padded + (1 - wgt) * blurred, workers=2)
+    fy = np.fft.fftfreq(ph)[:, None]
+    fx = np.fft.rfftfreq(pw)[None, :]
+    grad = (2 * np.sin(np.pi * fy)) ** 2 + (2 * np.sin(np.pi * fx)) ** 2  # |forward difference|^2, both axes
+    inverse = np.conj(otf) / (np.abs(otf) ** 2 + balance * grad)
+    out = sfft.irfft2(spectrum * inverse, s=(ph, pw), workers=2)[:, m:m + h, m:m + w]
+    return out.transpose(1, 2, 0).astype(np.float32)
+
+
+def _mirror(i: np.ndarray, n: int) -> np.ndarray:
+    """Indices reflected at both ends (..cba|abc..|..cba), wrapping as often as needed."""
+    if n == 1:
+        return np.zeros_like(i)
+    period = 2 * n
+    i = np.mod(i, period)
+    return np.where(i >= n, period - 1 - i, i)
+
+
+def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float) -> dict:
+    """The kernel to undo: the given sizes where set (radius/length > 0, angle >= 0), the rest estimated."""
+    if kind == "defocus" and radius > 0:
+        return {"kind": "defocus", "radius": radius, "length": 0.0, "angle": 0.0, "confidence": 1.0}
+    if kind == "motion" and length > 0 and angle >= 0:
+        return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "confidence": 1.0}
+    if kind == "auto" and (radius > 0) != (length > 0):  # one size given: that family
+        kind = "defocus" if radius > 0 else "motion"
+    found = estimate_blur(lum, kind)
+    if found["kind"] == "motion":
+        found = {**found, "length": length if length > 0 else found["length"],
+                 "angle": angle if angle >= 0 else found["angle"]}
+    elif found["kind"] == "defocus" and radius > 0:
+        found = {**found, "radius": radius}
+    return found
+
+
+def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.0):
+    """Undo defocus or motion blur with the kernel estimated from the photo (or given), by Wiener deconvolution
+    with a gradient penalty that grows with the noise, then a guard against ringing: the result may leave the
+    blurred photo's local range (within the kernel's reach) only a little."""
+    lum = luminance(img)
+    if kind == "none":  # pinned: the whole photo showed no blur
+        return ToolOutput(img, ["no blur to undo was found in the photo"])
+    blur = _resolve(lum, kind, float(radius), float(length), float(angle))
+    if blur["kind"] == "none" or strength <= 0 or min(lum.shape) < 3:
+        return ToolOutput(on_color(lambda c: c)(img), [
+            f"no defocus or motion blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
+    psf = blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"])
+    sigma = _noise_sigma(lum)
+    # the penalty: enough to keep noise and 8-bit steps from being amplified; lower strength = more penalty
+    balance = (1000 * sigma * sigma + 3e-3) * 10 ** (1.5 * (0.7 - strength))
+
+    def f(c):
+        sharp = _wiener(c, psf, balance)
+        # ringing guard: true edges restored from a blur stay within the blurred range over the kernel's reach
+        reach = max(3, (max(psf.shape) // 2) * 2 + 1)
+        lo = ndimage.minimum_filter(c, (reach, reach, 1), mode="nearest")
+        hi = ndimage.maximum_filter(c, (reach, reach, 1), mode="nearest")
+        slack = 0.02 + 0.1 * (hi - lo)
+        sharp = np.clip(sharp, lo - slack, hi + slack)
+        return c + min(1.0, strength / 0.7) * (sharp - c)
+    what = (f"a defocus blur of radius {blur['radius']:.1f} px" if blur["kind"] == "defocus" else
+            f"a motion blur of {blur['length']:.1f} px at {blur['angle']:.0f} degrees")
+    return ToolOutput(on_color(f)(img), [f"deconvolved {what} (confidence {blur['confidence']:.2f})"])
+
+
+def _deconvolve_pins(img, params):
+    """The kernel measured on the whole photo (or its reduced copy), for its crops; sizes given stay given."""
+    lum = luminance(img)
+    blur = _resolve(lum, params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]))
+    if blur["kind"] == "none":
+        return {"kind": "none"}
+    pins = {"kind": blur["kind"]}
+    if blur["kind"] == "defocus" and params["radius"] <= 0:
+        pins["radius"] = blur["radius"]
+    if blur["kind"] == "motion":
+        if params["length"] <= 0:
+            pins["length"] = blur["length"]
+        if params["angle"] < 0:
+            pins["angle"] = blur["angle"]
+    return pins
+
+
+def _F(name, desc, default, lo, hi, effect="", neutral=0.0, pixels=False):
+    return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect, neutral=neutral,
+                 pixels=pixels)
+
+
+RESTORE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("deblock", "Remove JPEG blocks and ringing (mosquito noise) while keeping real edges.",
+             "Use for heavily compressed photos showing an 8x8 block grid, blotchy flat areas or buzzing around "
+             "edges. Small steps on the grid are smoothed into ramps, large ones (edges) kept; a mild edge-preserving "
+             "filter as strong as the measured grid then calms the ringing. Nearly a no-op on a clean photo.",
+             (_F("strength", "how much to smooth", 0.7, 0.0, 1.0, "Higher removes more blocking and more fine texture."),),
+             deblock, keywords=("jpeg", "jpeg artifacts", "compression artifacts", "blocky", "blocks", "deblock",
+                                "mosquito noise", "pixelated", "low quality")),
+    ToolSpec("deconvolve", "Undo defocus or motion blur with a kernel estimated from the photo.",
+             "Use for out-of-focus or shaken photos. The blur (a disc for defocus, a line for motion) is measured "
+             "from the photo's spectrum unless given; a sharp photo is left as it is. Stronger settings recover more "
+             "detail and amplify more noise.",
+             (Param("kind", "enum", "the blur to undo", default="auto", choices=("auto", "defocus", "motion")),
+              _F("strength", "how far to go", 0.7, 0.0, 1.0, "Higher = sharper, with more noise."),
+              _F("radius", "defocus disc radius in pixels; 0 estimates it", 0.0, 0.0, 20.0, neutral=None, pixels=True),
+              _F("length", "motion length in pixels; 0 estimates it", 0.0, 0.0, 40.0, neutral=None, pixels=True),
+              _F("angle", "motion direction in degrees counter-clockwise from horizontal; -1 estimates it", -1.0,
+                 -1.0, 180.0, neutral=None)),
+             deconvolve, keywords=("deblur", "out of focus", "defocus", "motion blur", "camera shake", "shaky",
+                                   "blurry", "unsharp", "deconvolve"),
+             pins=_deconvolve_pins, pixel_pins=("radius", "length")),
+)
