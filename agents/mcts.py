@@ -139,6 +139,11 @@ class _Search:
         self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
         self.lo, self.hi = math.inf, -math.inf  # the rewards seen this step, for UCT's normalisation
         self.best_rollout: tuple[float, list[ToolCall]] = (-math.inf, [])  # this step's best G(s_T) and its edits
+        self.barred: frozenset[str] = frozenset()  # tools that work against an edit kept in an earlier step
+
+    def conflicts_of(self, used) -> frozenset[str]:
+        names = set(self.tools.names())
+        return frozenset(c for tool in used if tool in names for c in self.tools.get(tool).conflicts)
 
     def _perception(self, key: tuple, state: State) -> list[ToolCall]:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
@@ -147,6 +152,8 @@ class _Search:
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())
+            # nor what works against an edit on the way here or kept in an earlier step (ToolSpec.conflicts)
+            used = used | self.barred | self.conflicts_of(used)
             # the rules fill their proposals from the tools not used yet; a model is offered the same toolbox
             # everywhere (its schema never changes) and its repeats are dropped after it answers
             offered = self.tools.names() if self.expensive else [n for n in self.tools.names() if n not in used]
@@ -378,6 +385,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
             for call, img in chosen:
                 states.append(img)
                 actions.append(call)
+            search.barred |= search.conflicts_of({call.tool for call, _ in chosen})
             current, current_score = chosen[-1][1], score
             stale = 0
             trace.add("loop", agent, f"accept {label}", round=step,

@@ -10,7 +10,7 @@ the trace says why an edit was or was not proposed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -29,7 +29,11 @@ CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond 
 NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
 BLOCKY = 1.3  # typical step across the JPEG 8x8 grid over those inside it: 1.04-1.16 on clean photos, 1.8-3.5 at quality 6-25
+GRID_STEP = 1.8  # ... and the grid steps this many levels of 255 more than inside the blocks: 0.2-0.8 on clean
+# photos, 1.5 on scikit-image's moon (a JPEG whose flat surface shows faint blocks), 1.5-6.5 at quality 6-25
 BLUR_CONFIDENCE = 0.5  # a kernel estimated this surely (tools/restore.estimate_blur) is undone by deconvolution
+MIN_MOTION = 5.0  # px: a shorter line is not told apart from a small defocus or a Gaussian blur
+CLEAN_GRID = 1.0  # levels of 255: a JPEG grid step above what clean photos show (0.2-0.8) voids a blur estimate
 # No proposal more than doubles the tonal span in one edit: some photos are flat by nature (fog, the
 # moon's surface), and a flat photo made less flat is safe where one stretched to the full range is not.
 MAX_STRETCH = 2.0
@@ -163,9 +167,10 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         strength = min(1.0, sigma / 0.04)
         calls = _at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
         out.append((Finding("noise", sigma, NOISE_SIGMA, noisy, why), calls))
-        blocks = stats.get("blockiness", 1.0)
-        blocky = blocks > BLOCKY
-        why = f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY})"
+        blocks, step = stats.get("blockiness", 1.0), stats.get("grid_step", 0.0) * 255
+        blocky = blocks > BLOCKY and step > GRID_STEP
+        why = (f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY}), "
+               f"{step:.1f} levels of 255 beyond them (limit {GRID_STEP})")
         out.append((Finding("JPEG blocks", blocks, BLOCKY, blocky, why),
                     _at("deblock", "strength", (0.5, 0.8, 1.0), why) if blocky else []))
         sharp = stats["sharpness"]
@@ -175,7 +180,11 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         calls = []
         if blurred:
             kernel = blur or {"kind": "none", "confidence": 0.0}
-            if kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE:
+            # a line shorter than MIN_MOTION reads in the cepstrum like a small disc or a Gaussian, and a visible
+            # JPEG grid puts peaks of its own on the axes at 8 px periods: neither estimate is trusted
+            trusted = (kernel["kind"] == "defocus" or kernel.get("length", 0.0) >= MIN_MOTION) and \
+                stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID
+            if kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE and trusted:
                 size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
                         {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})
                 why += (f"; {kernel['kind']} kernel estimated ({', '.join(f'{k} {v:g}' for k, v in size.items())}, "

@@ -27,8 +27,9 @@ import numpy as np
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize,
                               per_plane, resize_longest, sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import blockiness
+from ..tools.restore import blockiness, grid_step
 
+CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
@@ -137,6 +138,7 @@ class RewardConfig:
     weights: Mapping[str, float] | None = None  # the custom preset's weights; None = the preset's own
     preset: str = ""  # "" = custom when weights are given, else offline
     preservation: float = 1.5  # penalty weight on (1 - structure similarity to the input)
+    compression: float = 0.03  # penalty per level (of 255) of JPEG grid step beyond what clean photos show
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
@@ -154,8 +156,9 @@ class RewardConfig:
                 raise ValueError("reward weights must be finite and >= 0")
             if sum(self.weights.values()) <= 0:
                 raise ValueError("at least one reward weight must be above 0")
-        if not math.isfinite(self.preservation) or self.preservation < 0:
-            raise ValueError(f"preservation must be a finite number >= 0, got {self.preservation}")
+        for name in ("preservation", "compression"):
+            if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)}")
 
     def resolved_weights(self) -> dict[str, float]:
         if self.preset == "custom":
@@ -236,8 +239,9 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
     # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
     blocks = [blockiness(x) if min(x.shape) >= 16 else 1.0 for x in lums]
+    steps = [grid_step(x) for x in lums]
     return {"noise_sigma": float(np.median(noise)), "sharpness": float(np.mean(sharpness)),
-            "blockiness": float(np.median(blocks))}
+            "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
 
 
 @contextmanager
@@ -427,10 +431,16 @@ class Reward:
     missing, or whose weight is 0, is skipped with a note and the other weights are renormalised.
     """
 
-    def __init__(self, config: RewardConfig | None = None, scorers: Mapping[str, LearnedScorer] | None = None):
+    def __init__(self, config: RewardConfig | None = None, scorers: Mapping[str, LearnedScorer] | None = None,
+                 fitted: FittedReward | None = None):
+        """``fitted``: the offline preset's bands and weights (default: the shipped fit); a benchmark hands in a
+        fit made without the defects it measures."""
         self.config = config or RewardConfig()
+        fitted = fitted or fitted_reward()
         weights = self.config.resolved_weights()
-        self.bands = fitted_reward().bands
+        if self.config.preset == "offline":
+            weights = {**{k: 0.0 for k in COMPONENTS}, **fitted.weights}
+        self.bands = fitted.bands
         self.skipped: dict[str, str] = {}
         self.scorers: dict[str, LearnedScorer] = {}
         scorers = dict(scorers or {})
@@ -452,6 +462,7 @@ class Reward:
             raise ValueError(f"no reward component is available: {hint} (skipped: {self.skipped})")
         self._norm = sum(self.active.values())
         self.preservation = 0.0 if self.config.preset == "paper" else self.config.preservation
+        self.compression = 0.0 if self.config.preset == "paper" else self.config.compression
 
     def describe(self) -> str:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
@@ -469,7 +480,8 @@ class Reward:
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         similarity = pool.submit(structure_similarity, original, img) if preserve and pool is not None else None
-        raw = raw_statistics(img, crops, texture=any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA),
+        texture = self.compression > 0 or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA)
+        raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
         text = self.config.mood or intent or "a high-quality photo"
@@ -482,6 +494,8 @@ class Reward:
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
             total -= self.preservation * (1.0 - sim)
+        if self.compression > 0 and "grid_step" in raw:  # a JPEG grid is never intent
+            total -= self.compression * max(0.0, raw["grid_step"] * 255 - CLEAN_GRID_STEP)
         return Score(total=float(total), components=comps, raw=raw, weights=weights, skipped=dict(self.skipped))
 
 

@@ -43,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defects
 from edit_agents.agents.mcts import mcts_enhance
-from edit_agents.agents.reward import Reward
+from edit_agents.agents.reward import FittedReward, Reward
 from edit_agents.tools import default_registry
 from photoagent_fidelity import (
     SETTINGS,
@@ -60,11 +60,20 @@ HARM_SSIM, HARM_DE = 0.02, 1.0  # a drop in SSIM, a rise in ΔE, beyond which a 
 UNTOUCHED_TOL = 1e-6
 
 
+LOFO_REWARDS = os.environ.get("EDIT_AGENTS_LOFO_REWARDS", "")  # set by --lofo-rewards, read in the workers
+
+
 def mcts_tools_and_reward(family: str):
     """``(tools, reward, perceiver)`` the search uses on a case of ``family`` (a family's name, "combination"
-    or "clean"): the hook for leave-one-family-out, where they will be fitted without that family. Today the
-    shipped ones: the classic tools, the default reward and, as None, the search's default perceiver."""
-    return default_registry().subset(categories=["classic"]), Reward(), None
+    or "clean"): the hook for leave-one-family-out. With --lofo-rewards DIR the reward is the fit made without
+    that family (DIR/<family>.json, written by scripts/fit_reward.py --lofo --lofo-dir DIR); a combination or a
+    clean photo gets the shipped fit, which saw every family. The perceiver is the default one (None): its
+    thresholds are set on clean photos only (agents/perceiver.py), no family is fitted into it."""
+    reward = Reward()
+    path = Path(LOFO_REWARDS) / f"{family}.json" if LOFO_REWARDS else None
+    if path is not None and path.exists():
+        reward = Reward(fitted=FittedReward.load(path))
+    return default_registry().subset(categories=["classic"]), reward, None
 
 
 # --- baselines -----------------------------------------------------------------------------------
@@ -272,7 +281,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the search's seed (the cases' strengths are fixed)")
     ap.add_argument("--detail", action="store_true", help="print every case")
     ap.add_argument("--json", metavar="PATH", help="write every row here")
+    ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
+                    "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR)")
     a = ap.parse_args()
+    if a.lofo_rewards:
+        global LOFO_REWARDS
+        LOFO_REWARDS = os.environ["EDIT_AGENTS_LOFO_REWARDS"] = str(Path(a.lofo_rewards).resolve())
     methods = tuple(m for m in a.methods.split(",") if m)
     families = [f for f in a.families.split(",") if f]
     unknown = [m for m in methods if m not in METHODS] + \

@@ -1,7 +1,8 @@
 """`make demo`: the offline PhotoAgent workflow on real photos, through a real ComfyUI server.
 
 Uses scikit-image's bundled photo of Chelsea the cat (no download) twice: once with a known defect
-applied (a stop under, with the strong warm cast of tungsten light), once as it is. Both go through
+applied (saved as a JPEG at quality 10: its 8x8 blocks and ringing, a defect PhotoAgent could not fix before
+issue 27), once as it is. Both go through
 workflows/photoagent_offline.json on one local ComfyUI server with the `edit-agents batch` CLI. The
 demo then scores each result against the clean original (SSIM and mean CIEDE2000, which the search
 never sees) and leaves in output/demo/: the inputs, the results, `fixed.png` (degraded | fixed | clean),
@@ -9,6 +10,7 @@ never sees) and leaves in output/demo/: the inputs, the results, `fixed.png` (de
 """
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -28,9 +30,10 @@ WORKFLOW = ROOT / "workflows" / "photoagent_offline.json"
 
 
 def with_defect(photo: np.ndarray) -> np.ndarray:
-    """The known defect: one stop under, and a strong warm cast (blue down by 40%, green by 15%)."""
-    x = photo.astype(np.float32) / 255 * 0.5 * np.array([1.0, 0.85, 0.6], np.float32)
-    return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)
+    """The known defect: heavy JPEG compression (quality 10), decoded again; the demo hands it over as a PNG."""
+    buf = io.BytesIO()
+    Image.fromarray(photo).save(buf, "JPEG", quality=10)
+    return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
 
 
 def distance(img: np.ndarray, clean: np.ndarray) -> str:
@@ -54,24 +57,24 @@ def main() -> int:
     inputs.mkdir(exist_ok=True)
     clean = data.chelsea()
     degraded = with_defect(clean)
-    Image.fromarray(degraded).save(inputs / "chelsea_dim_warm.png")
+    Image.fromarray(degraded).save(inputs / "chelsea_jpeg_q10.png")
     Image.fromarray(clean).save(inputs / "chelsea.png")
     code = cli_main(["batch", str(WORKFLOW), "--images", str(inputs), "--out", str(OUT)])
     if code != 0:
         return code
     results = {}
-    for stem in ("chelsea_dim_warm", "chelsea"):
+    for stem in ("chelsea_jpeg_q10", "chelsea"):
         found = sorted(p for p in OUT.glob(f"{stem}_*.png") if re.fullmatch(rf"{stem}_\d+_\d+\.png", p.name))
         if not found:
             print(f"error: the workflow produced no image for {stem}", file=sys.stderr)
             return 1
         summary = json.loads((OUT / f"{stem}.trace.json").read_text())["summary"]
         results[stem] = (np.asarray(Image.open(found[0]).convert("RGB")), summary, found[0])
-    fixed, s_fixed, fixed_path = results["chelsea_dim_warm"]
+    fixed, s_fixed, fixed_path = results["chelsea_jpeg_q10"]
     kept, s_kept, kept_path = results["chelsea"]
     Image.fromarray(np.concatenate([degraded, fixed, clean], axis=1)).save(OUT / "fixed.png")
     Image.fromarray(np.concatenate([clean, kept], axis=1)).save(OUT / "left_alone.png")
-    print("\nA photo that needs help (a stop under, tungsten-warm), scored against the clean original:")
+    print("\nA photo that needs help (a JPEG at quality 10), scored against the clean original:")
     print(f"  before: {distance(degraded, clean)}\n  after:  {distance(fixed, clean)}   "
           f"[{s_fixed['steps']} edit(s): {actions_of(s_fixed)}; reward {s_fixed['score_before']:.3f} -> "
           f"{s_fixed['score_after']:.3f}]")
@@ -80,7 +83,7 @@ def main() -> int:
     print(f"  after:  {distance(kept, clean)}   [{s_kept['steps']} edit(s): {actions_of(s_kept)}; "
           f"scene: {s_kept.get('scene', '?')}]")
     print(f"  photo | result: {OUT / 'left_alone.png'}")
-    print(f"results: {fixed_path}, {kept_path}\ntraces:  {OUT / 'chelsea_dim_warm.trace.json'}, "
+    print(f"results: {fixed_path}, {kept_path}\ntraces:  {OUT / 'chelsea_jpeg_q10.trace.json'}, "
           f"{OUT / 'chelsea.trace.json'}")
     return 0
 

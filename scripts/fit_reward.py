@@ -11,7 +11,7 @@ fast the score falls outside), per component a weight; it maximises the pairwise
 never seen by the fit, give the held-out ranking accuracy that the README reports. --lofo judges the fit
 leave-one-family-out: for each family, a fit without it (nor any combination containing it) ranks that
 family's held-out pairs (docs/generalisation.md).
-Run: .venv/bin/python scripts/fit_reward.py   (a few minutes on 2 cores; --lofo about ten)
+Run: .venv/bin/python scripts/fit_reward.py   (about three minutes on 2 cores; with --lofo about fifteen)
      --out PATH writes elsewhere; --calibration / --held-out take comma-separated photo names (bench/photoset.py).
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ RIDGE = 1e-3
 # over-saturated, a black background as clipping). The anchor asks every component to rate clean photos near 1:
 # the bands describe where good photos lie, and the search is not pulled away from them.
 ANCHOR = 0.3
+MIN_WIDTH = 0.25  # a band's softest fall, in spreads (standard deviations) of its statistic
 STRENGTHS = 3  # random strengths per family and photo (bench/defects.py)
 COMBINATIONS = 4  # random combinations per photo
 
@@ -110,6 +111,12 @@ class Model:
             p += [np.percentile(x[:, i], 10 if side == "lo" else 90) / self.scale[i], 0.0]
         return np.array(p + [0.0] * len(COMPS))
 
+    def bounds(self) -> list[tuple[float, float]]:
+        """Edges within 50 spreads of the data; widths at least MIN_WIDTH of a spread, so no band becomes a
+        step (a step rates every edit that crosses it as all or nothing, and gives the search no slope); weights
+        within e^8 of 1. Unbounded, fits with a family left out ran off to infinity."""
+        return [(-50.0, 50.0), (math.log(MIN_WIDTH), 8.0)] * len(self.slots) + [(-8.0, 8.0)] * len(COMPS)
+
     def unpack(self, p: np.ndarray):
         edges = {}
         for j, (i, side) in enumerate(self.slots):
@@ -150,15 +157,30 @@ def fit(model: Model, x: np.ndarray, gray: np.ndarray, pairs: list[tuple], clean
     best = None
     for restart in range(restarts):  # a few starts: the bands make the loss non-convex
         p0 = model.initial(x) + np.random.default_rng(restart).normal(0, 0.3 if restart else 0.0, len(model.initial(x)))
-        res = minimize(loss, p0, args=(model, x, gray, idx, cleans), method="L-BFGS-B", options={"maxiter": 3000})
+        res = minimize(loss, p0, args=(model, x, gray, idx, cleans), method="L-BFGS-B", options={"maxiter": 3000},
+                       bounds=model.bounds())
         if best is None or res.fun < best.fun:
             best = res
     return best.x
 
 
-def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, restarts) -> dict[str, float]:
+def fitted_json(model: Model, p: np.ndarray, report: dict) -> dict:
+    """A fit as agents/data/reward_offline.json holds it (FittedReward.load reads it)."""
+    edges, weights = model.unpack(p)
+    bands = {}
+    for (i, side), (edge, width) in edges.items():
+        band = bands.setdefault(STATS[i], {})
+        band[side] = round(float(edge), 6)
+        band[f"{side}_width"] = round(float(width), 6)
+    return {"about": "Offline reward bands and weights, fitted by scripts/fit_reward.py; do not edit by hand.",
+            "bands": bands, "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": report}
+
+
+def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, restarts,
+                         save: Path | None = None) -> dict[str, float]:
     """For each family: fitted without it (nor any combination made with it), the share of its held-out pairs
-    (held-out photos) ranked right; beside it the share a fit on everything gets."""
+    (held-out photos) ranked right; beside it the share a fit on everything gets. ``save``: a folder for each
+    family's fit (<family>.json), for bench/photoagent_generalise.py --lofo-rewards."""
     full = model.score(fit(model, x, gray, pairs, cleans, restarts), hx, hgray)
     table = {}
     print(f"leave-one-family-out, held-out photos: {'family':<24}{'group':<13}{'left out':>9}{'all in':>8}")
@@ -169,8 +191,13 @@ def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, resta
         test = [p for p in hpairs if p[2] == family]
         if not test:
             continue
-        scores = model.score(fit(model, x, gray, train, cleans, restarts), hx, hgray)
+        p = fit(model, x, gray, train, cleans, restarts)
+        scores = model.score(p, hx, hgray)
         table[family] = accuracy(scores, test)[0]
+        if save is not None:
+            save.mkdir(parents=True, exist_ok=True)
+            report = {"left_out": family, "held_out_accuracy_on_it": round(table[family], 4)}
+            (save / f"{family}.json").write_text(json.dumps(fitted_json(model, p, report), indent=1) + "\n")
         print(f"{'':<45}{family:<24}{FAMILIES[family].group:<13}{table[family]:>9.3f}{accuracy(full, test)[0]:>8.3f}")
     print(f"{'':<45}mean over families left out: {np.mean(list(table.values())):.3f}")
     return table
@@ -193,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--space", choices=("recipes", "defects"), default="recipes",
                     help="bench/photoset.py's recipes (default, the shipped fit) or bench/defects.py's defect space")
     ap.add_argument("--lofo", action="store_true", help="first judge the fit leave-one-family-out (defects space)")
+    ap.add_argument("--lofo-dir", type=Path, help="with --lofo: write each family's fit there as <family>.json")
     args = ap.parse_args(argv)
     if args.lofo and args.space != "defects":
         ap.error("--lofo leaves families of the defect space out: use it with --space defects")
@@ -207,17 +235,12 @@ def main(argv: list[str] | None = None) -> int:
           f"({time.perf_counter() - t0:.0f} s to measure)")
     model = Model(x)
     if args.lofo:
-        leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, args.restarts)
+        leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, args.restarts, args.lofo_dir)
     p = fit(model, x, gray, pairs, cleans, args.restarts)
     train_acc, train_kinds = accuracy(model.score(p, x, gray), pairs)
     held_acc, held_kinds = accuracy(model.score(p, hx, hgray), hpairs)
     held_clean = model.components(p, hx, hgray)[hcleans]  # how the held-out clean photos are rated, per component
-    edges, weights = model.unpack(p)
-    bands = {}
-    for (i, side), (edge, width) in edges.items():
-        band = bands.setdefault(STATS[i], {})
-        band[side] = round(float(edge), 6)
-        band[f"{side}_width"] = round(float(width), 6)
+    weights = model.unpack(p)[1]
     report = {
         "fitted": _dt.date.today().isoformat(), "space": args.space,
         "calibration_photos": list(calibration), "held_out_photos": list(held_out),
@@ -229,11 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         "brisque_range_clean": [round(float(np.percentile(x[:, STATS.index("brisque")], q)), 2) for q in (5, 95)],
         "niqe_range_clean": [round(float(np.percentile(x[:, STATS.index("niqe")], q)), 2) for q in (5, 95)],
     }
-    out = {"about": "Offline reward bands and weights, fitted by scripts/fit_reward.py; do not edit by hand.",
-           "bands": bands, "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": report}
+    out = fitted_json(model, p, report)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print("weights:", ", ".join(f"{c} {w:.3f}" for c, w in zip(COMPS, weights)))
-    for k, b in bands.items():
+    for k, b in out["bands"].items():
         print(f"  {k:<14} {b}")
     print(f"pairwise accuracy: training {train_acc:.3f}, held-out {held_acc:.3f}; held-out clean photos score "
           f"{report['held_out_clean_score_mean']:.3f} on average ({report['held_out_clean_components_mean']})")

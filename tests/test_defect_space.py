@@ -69,3 +69,38 @@ def test_motion_blur_gets_a_deconvolution_with_the_measured_kernel(photos):
     assert abs(calls[0].params["length"] - truth["length"]) < 1.5
     assert abs((calls[0].params["angle"] - truth["angle"] + 90) % 180 - 90) < 5
     assert not [a for a in perceive(img).actions if a.tool in ("deconvolve", "deblock")]
+
+
+def test_the_reward_sees_a_jpeg_grid_and_the_search_removes_it_without_sharpening_it_back(photos):
+    from edit_agents.agents.mcts import mcts_enhance
+    from edit_agents.agents.reward import Reward, RewardConfig
+
+    img = np.ascontiguousarray(resize_longest(photos["chelsea"], 384))
+    bad, case = make(img, "chelsea", "jpeg", 0)
+    reward = Reward()
+    deblocked = default_registry().call("deblock", bad, {"strength": 1.0})[0]
+    before, after = reward.score(bad, bad), reward.score(deblocked, bad)
+    assert before.raw["grid_step"] * 255 > 1.8  # a visible grid
+    assert after.raw["grid_step"] < before.raw["grid_step"]
+    assert after.total > before.total  # the compression penalty pays for the deblock
+    without = Reward(RewardConfig(compression=0.0))
+    assert without.score(deblocked, bad).total - without.score(bad, bad).total < after.total - before.total
+    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), reward)
+    tools = [a.tool for a in result.actions]
+    assert "deblock" in tools, (case.label(), tools)
+    # a sharpen or a deconvolution after a deblock brings the blocks back (ToolSpec.conflicts)
+    assert not {"sharpen", "deconvolve"} & set(tools[tools.index("deblock"):]), tools
+
+
+def test_a_reward_can_be_handed_another_fit(tmp_path):
+    import json
+
+    from edit_agents.agents.reward import FITTED, FittedReward, Reward
+
+    data = json.loads(FITTED.read_text())
+    data["weights"] = {k: (1.0 if k == "noise" else 0.0) for k in data["weights"]}
+    path = tmp_path / "noise_only.json"
+    path.write_text(json.dumps(data))
+    reward = Reward(fitted=FittedReward.load(path))
+    assert set(reward.active) == {"noise"}
+    assert set(Reward().active) != {"noise"}

@@ -104,3 +104,16 @@ def test_the_search_takes_its_components_from_the_leave_one_out_hook(monkeypatch
     bench.run_case("chelsea", "clean", 0, 128, ("mcts",), model_for="jpeg")
     assert asked == ["clean", "jpeg"]
     assert perceived  # the hook's perceiver is the one the search asked
+
+
+def test_leave_one_family_out_hands_each_family_the_reward_fitted_without_it(tmp_path, monkeypatch):
+    import json
+
+    from edit_agents.agents.reward import FITTED
+
+    data = json.loads(FITTED.read_text())
+    data["weights"] = {k: (1.0 if k == "noise" else 0.0) for k in data["weights"]}
+    (tmp_path / "jpeg.json").write_text(json.dumps(data))
+    monkeypatch.setattr(bench, "LOFO_REWARDS", str(tmp_path))
+    assert set(bench.mcts_tools_and_reward("jpeg")[1].active) == {"noise"}  # fitted without jpeg
+    assert set(bench.mcts_tools_and_reward("gamma-dark")[1].active) != {"noise"}  # no file: the shipped fit

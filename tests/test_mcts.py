@@ -159,7 +159,8 @@ def test_a_search_path_applies_each_tool_once(photos):
     pairs = [(c["tool"], g["tool"]) for c in tree["children"] for g in c.get("children", []) if "tool" in c and "tool" in g]
     assert pairs and all(parent != child for parent, child in pairs)
     sharpened = mcts_enhance(blurred, tools, settings=MCTSSettings(max_steps=1))
-    assert [a.tool for a in sharpened.actions] == ["sharpen"]
+    # one deblurring edit: the guarded sharpen, or a deconvolution with the kernel measured on the photo
+    assert [a.tool for a in sharpened.actions] in (["sharpen"], ["deconvolve"])
 
 
 def test_the_spare_thread_changes_no_decision_of_the_search(photos, monkeypatch):

@@ -20,7 +20,9 @@ def fit(*args: str) -> subprocess.CompletedProcess:
 
 def test_the_fit_script_writes_a_reward_that_ranks_held_out_photos(tmp_path):
     out = tmp_path / "fit.json"
-    r = fit("--calibration", "brick,coins", "--held-out", "chelsea", "--restarts", "1", "--out", str(out))
+    # the recipes (eight defects, three strengths each) keep this quick; the shipped fit's space is tested below
+    r = fit("--calibration", "brick,coins", "--held-out", "chelsea", "--restarts", "1", "--space", "recipes",
+            "--out", str(out))
     assert r.returncode == 0, r.stderr
     loaded = FittedReward.load(out)  # the reward's own loader reads what the script wrote
     report = loaded.report
@@ -52,3 +54,8 @@ def test_a_missing_or_incomplete_fit_says_how_to_remake_it(tmp_path):
     partial.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="noise_sigma.*re-run scripts/fit_reward.py"):
         FittedReward.load(partial)
+
+
+def test_leave_one_family_out_needs_the_defect_space():
+    r = fit("--space", "recipes", "--lofo", "--out", "/nonexistent/never.json")
+    assert r.returncode == 2 and "--space defects" in r.stderr

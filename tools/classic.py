@@ -390,7 +390,8 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              "Use for slightly soft photos. Edges are not pushed past their neighbours (no halos) and faint "
              "noise is not amplified; for real defocus or motion blur use deconvolve.",
              (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0, neutral=None, pixels=True)),
-             sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft")),
+             sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft"),
+             conflicts=("deconvolve",)),  # a deconvolution reads the sharpened edges as a kernel of their own
     ToolSpec("denoise", "Reduce noise and grain while keeping edges.",
              "Use for noisy low-light photos; high strength smooths fine texture.",
              (F("strength", "strength", 0.5, 0.0, 1.0),

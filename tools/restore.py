@@ -50,6 +50,22 @@ def _grid(lum: np.ndarray) -> tuple[float, int, int]:
     return float(math.sqrt(ratios[0] * ratios[1])), phases[0], phases[1]
 
 
+def grid_step(lum: np.ndarray) -> float:
+    """How much the JPEG grid's boundaries step beyond the steps inside its blocks, in the image's units (mean
+    of columns and rows): what a viewer sees. Clean photos 0.2-0.8 levels of 255, JPEG at quality 6-25 1.5-6.5;
+    unlike ``blockiness`` (a ratio) it stays small where a flat area's tiny steps make the ratio large."""
+    lum = np.asarray(lum, np.float32)
+    lum = lum[:, :, 0] if lum.ndim == 3 else lum
+    steps = []
+    for axis in (1, 0):
+        if lum.shape[axis] < 2 * BLOCK + 1 or lum.shape[1 - axis] < 2:
+            continue
+        prof = _grid_profile(lum, axis)
+        phase = int(np.argmax(prof))
+        steps.append(float(prof[phase] - (prof.sum() - prof[phase]) / (BLOCK - 1)))
+    return float(np.mean(steps)) if steps else 0.0
+
+
 def blockiness(lum: np.ndarray) -> float:
     """How visible a JPEG 8x8 grid is: the mean step across the grid's boundaries over the mean step inside its
     blocks (geometric mean of columns and rows). About 1 for a natural photo, 1.5 to 4 for heavy JPEG."""
@@ -389,7 +405,7 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              "filter as strong as the measured grid then calms the ringing. Nearly a no-op on a clean photo.",
              (_F("strength", "how much to smooth", 0.7, 0.0, 1.0, "Higher removes more blocking and more fine texture."),),
              deblock, keywords=("jpeg", "jpeg artifacts", "compression artifacts", "blocky", "blocks", "deblock",
-                                "mosquito noise", "pixelated", "low quality")),
+                                "mosquito noise", "pixelated", "low quality"), conflicts=("sharpen", "deconvolve")),
     ToolSpec("deconvolve", "Undo defocus or motion blur with a kernel estimated from the photo.",
              "Use for out-of-focus or shaken photos. The blur (a disc for defocus, a line for motion) is measured "
              "from the photo's spectrum unless given; a sharp photo is left as it is. Stronger settings recover more "
@@ -402,5 +418,6 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
                  -1.0, 180.0, neutral=None)),
              deconvolve, keywords=("deblur", "out of focus", "defocus", "motion blur", "camera shake", "shaky",
                                    "blurry", "unsharp", "deconvolve"),
-             pins=_deconvolve_pins, pixel_pins=("radius", "length")),
+             pins=_deconvolve_pins, pixel_pins=("radius", "length"),
+             conflicts=("sharpen", "deconvolve")),  # one kernel undone once; a sharpen on top rings
 )

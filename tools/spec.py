@@ -84,6 +84,9 @@ class ToolSpec:
     pins: Callable[[np.ndarray, Mapping[str, Any]], dict[str, Any]] | None = field(default=None, compare=False,
                                                                                   repr=False)
     pixel_pins: tuple[str, ...] = ()
+    # tools that would work against this one's result, so a plan does not follow it with them (a sharpen or a
+    # deconvolution after a deblock brings the blocks back and reads the lost detail as blur)
+    conflicts: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param:
         for p in self.params:
