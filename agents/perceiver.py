@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .records import ToolCall
+from .reward import CLEAN_GRID_STEP
 from .trace import Trace
 
 # Clear defects, on raw statistics (sRGB values 0..1): deliberately wide of what good photos show.
@@ -33,7 +34,6 @@ GRID_STEP = 1.8  # ... and the grid steps this many levels of 255 more than insi
 # photos, 1.5 on scikit-image's moon (a JPEG whose flat surface shows faint blocks), 1.5-6.5 at quality 6-25
 BLUR_CONFIDENCE = 0.5  # a kernel estimated this surely (tools/restore.estimate_blur) is undone by deconvolution
 MIN_MOTION = 5.0  # px: a shorter line is not told apart from a small defocus or a Gaussian blur
-CLEAN_GRID = 1.0  # levels of 255: a JPEG grid step above what clean photos show (0.2-0.8) voids a blur estimate
 # No proposal more than doubles the tonal span in one edit: some photos are flat by nature (fog, the
 # moon's surface), and a flat photo made less flat is safe where one stretched to the full range is not.
 MAX_STRETCH = 2.0
@@ -183,7 +183,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             # a line shorter than MIN_MOTION reads in the cepstrum like a small disc or a Gaussian, and a visible
             # JPEG grid puts peaks of its own on the axes at 8 px periods: neither estimate is trusted
             trusted = (kernel["kind"] == "defocus" or kernel.get("length", 0.0) >= MIN_MOTION) and \
-                stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID
+                stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID_STEP  # a grid the reward marks down
             if kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE and trusted:
                 size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
                         {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})

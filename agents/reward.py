@@ -27,7 +27,7 @@ import numpy as np
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize,
                               per_plane, resize_longest, sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import blockiness, grid_step
+from ..tools.restore import grid_measures
 
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
@@ -238,8 +238,9 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
     sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
     # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
-    blocks = [blockiness(x) if min(x.shape) >= 16 else 1.0 for x in lums]
-    steps = [grid_step(x) for x in lums]
+    grids = [grid_measures(x) for x in lums]
+    blocks = [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)]
+    steps = [step for _, step in grids]
     return {"noise_sigma": float(np.median(noise)), "sharpness": float(np.mean(sharpness)),
             "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
 
@@ -437,9 +438,8 @@ class Reward:
         fit made without the defects it measures."""
         self.config = config or RewardConfig()
         fitted = fitted or fitted_reward()
-        weights = self.config.resolved_weights()
-        if self.config.preset == "offline":
-            weights = {**{k: 0.0 for k in COMPONENTS}, **fitted.weights}
+        weights = ({**{k: 0.0 for k in COMPONENTS}, **fitted.weights} if self.config.preset == "offline"
+                   else self.config.resolved_weights())
         self.bands = fitted.bands
         self.skipped: dict[str, str] = {}
         self.scorers: dict[str, LearnedScorer] = {}

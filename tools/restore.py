@@ -33,44 +33,52 @@ def _grid_profile(lum: np.ndarray, axis: int) -> np.ndarray:
     return np.median(d[:n].reshape(-1, BLOCK), axis=0)
 
 
-def _grid(lum: np.ndarray) -> tuple[float, int, int]:
-    """(blockiness, column phase, row phase): the phase is where boundaries of the 8x8 grid fall (between
-    pixel ``phase + 8k`` and the next), found rather than assumed, as a crop moves the grid."""
-    ratios, phases = [], []
+def _grid_axes(lum: np.ndarray) -> list[tuple[float, int, float]]:
+    """Per axis (columns, then rows) that is long enough: (step ratio, phase, step excess). The phase is where
+    boundaries of the 8x8 grid fall (between pixel ``phase + 8k`` and the next), found rather than assumed, as a
+    crop moves the grid; the ratio and the excess compare the step there with the mean step at the other 7."""
+    out = []
     for axis in (1, 0):
         if lum.shape[axis] < 2 * BLOCK + 1 or lum.shape[1 - axis] < 2:
-            ratios.append(1.0)
-            phases.append(BLOCK - 1)
+            out.append(None)
             continue
         prof = _grid_profile(lum, axis)
         phase = int(np.argmax(prof))
         rest = (prof.sum() - prof[phase]) / (BLOCK - 1)
-        ratios.append(float(prof[phase] / (rest + 1e-4)))
-        phases.append(phase)
-    return float(math.sqrt(ratios[0] * ratios[1])), phases[0], phases[1]
+        out.append((float(prof[phase] / (rest + 1e-4)), phase, float(prof[phase] - rest)))
+    return out
+
+
+def _grid(lum: np.ndarray) -> tuple[float, int, int]:
+    """(blockiness, column phase, row phase) of a 2-D luminance."""
+    axes = [a or (1.0, BLOCK - 1, 0.0) for a in _grid_axes(lum)]
+    return float(math.sqrt(axes[0][0] * axes[1][0])), axes[0][1], axes[1][1]
+
+
+def _plane(lum: np.ndarray) -> np.ndarray:
+    lum = np.asarray(lum, np.float32)
+    return lum[:, :, 0] if lum.ndim == 3 else lum
+
+
+def grid_measures(lum: np.ndarray) -> tuple[float, float]:
+    """(``blockiness``, ``grid_step``) from one pass over the grid's profiles."""
+    axes = _grid_axes(_plane(lum))
+    ratios = [a[0] if a else 1.0 for a in axes]
+    steps = [a[2] for a in axes if a]
+    return float(math.sqrt(ratios[0] * ratios[1])), float(np.mean(steps)) if steps else 0.0
 
 
 def grid_step(lum: np.ndarray) -> float:
     """How much the JPEG grid's boundaries step beyond the steps inside its blocks, in the image's units (mean
     of columns and rows): what a viewer sees. Clean photos 0.2-0.8 levels of 255, JPEG at quality 6-25 1.5-6.5;
     unlike ``blockiness`` (a ratio) it stays small where a flat area's tiny steps make the ratio large."""
-    lum = np.asarray(lum, np.float32)
-    lum = lum[:, :, 0] if lum.ndim == 3 else lum
-    steps = []
-    for axis in (1, 0):
-        if lum.shape[axis] < 2 * BLOCK + 1 or lum.shape[1 - axis] < 2:
-            continue
-        prof = _grid_profile(lum, axis)
-        phase = int(np.argmax(prof))
-        steps.append(float(prof[phase] - (prof.sum() - prof[phase]) / (BLOCK - 1)))
-    return float(np.mean(steps)) if steps else 0.0
+    return grid_measures(lum)[1]
 
 
 def blockiness(lum: np.ndarray) -> float:
     """How visible a JPEG 8x8 grid is: the mean step across the grid's boundaries over the mean step inside its
     blocks (geometric mean of columns and rows). About 1 for a natural photo, 1.5 to 4 for heavy JPEG."""
-    lum = np.asarray(lum, np.float32)
-    return _grid(lum[:, :, 0] if lum.ndim == 3 else lum)[0]
+    return grid_measures(lum)[0]
 
 
 def _local_range(x: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
