@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .records import ToolCall
-from .reward import CLEAN_GRID_STEP
+from .reward import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, VEIL_LIMIT
 from .trace import Trace
 
 # Clear defects, on raw statistics (sRGB values 0..1): deliberately wide of what good photos show.
@@ -133,6 +133,21 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
                  + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 
+    veil = stats.get("veil", 0.0)
+    veiled = veil > VEIL_LIMIT
+    floor = veil * white
+    why = (f"the darkest patches reach only {floor:.3f} in their darkest channel, {veil:.3f} of the whites (the dark "
+           f"channel's floor; limit {VEIL_LIMIT}: a fade, haze or lifted blacks over the whole photo)")
+    calls = []
+    if veiled:
+        # a clean scene's floor is 0-0.078 of its whites, so a floor this high hides a black point near it: pull
+        # it most of the way. The white point stays: clean photos' whites sit anywhere from 0.6 to 1.
+        points = sorted({round(floor * 0.8, 3), round(floor - 0.02, 3)})
+        calls = _at("levels", "black", points, why)
+        if stats["mean_luma"] > 0.5:  # midtones lifted with the blacks: darken them as well
+            calls += _at("levels", "black", points[-1:], why, gamma=0.8)
+    out.append((Finding("veil", veil, VEIL_LIMIT, veiled, why), calls))
+
     over = stats["clip_bright"] > OVER_CLIPPED and black > OVER_BLACK and not (scene == "high-key" and stats["clip_bright"] < 0.1)
     why = f"{stats['clip_bright']:.1%} of pixels blown, blacks at {black:.2f}"
     calls = []
@@ -167,6 +182,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         strength = min(1.0, sigma / 0.04)
         calls = _at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
         out.append((Finding("noise", sigma, NOISE_SIGMA, noisy, why), calls))
+        if "chroma_noise" in stats and scene != "black-and-white":
+            chroma = stats["chroma_noise"]
+            speckled = chroma > CHROMA_NOISE_LIMIT
+            why = f"colour noise sigma {chroma:.4f} (red minus blue, at native resolution; limit {CHROMA_NOISE_LIMIT})"
+            out.append((Finding("colour noise", chroma, CHROMA_NOISE_LIMIT, speckled, why),
+                        _at("chroma_denoise", "strength", (0.6, 1.0), why, radius=3.0) if speckled else []))
         blocks, step = stats.get("blockiness", 1.0), stats.get("grid_step", 0.0) * 255
         blocky = blocks > BLOCKY and step > GRID_STEP
         why = (f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY}), "

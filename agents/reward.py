@@ -24,11 +24,23 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
+from scipy import ndimage
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, resize,
                               per_plane, resize_longest, sampled_gaussian, sobel, to_rgb)
 from ..tools.restore import grid_measures
 
+# The dark channel prior (He, Sun and Tang, 2009): in a photo of a scene, almost every patch (15 px in their paper,
+# here on the <=256 px copy) has some pixel near black in some channel. A veil laid over the whole photo (fading,
+# haze, lifted blacks) lifts every patch's darkest value. The veil statistic is the 1st percentile of the dark
+# channel as a fraction of the white level, so an exposure change (a gain) leaves it where it is and only an
+# offset moves it. It is 0.00-0.078 on the project's clean scene photos (scikit-image's, tests/data/iqa; the flat
+# close-up textures clock and brick and a page of text read 0.13-0.48): VEIL_LIMIT leaves a margin above them.
+VEIL_LIMIT = 0.09
+# Colour noise (texture_statistics' chroma_noise, red minus blue): at most 0.007 on the project's clean photos,
+# 0.022 on an over-sharpened astronaut, 0.03-0.11 under the defect space's noise. Never intent, unlike grain.
+CHROMA_NOISE_LIMIT = 0.025
+VEIL_PATCH = 15
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
@@ -139,6 +151,8 @@ class RewardConfig:
     preset: str = ""  # "" = custom when weights are given, else offline
     preservation: float = 1.5  # penalty weight on (1 - structure similarity to the input)
     compression: float = 0.03  # penalty per level (of 255) of JPEG grid step beyond what clean photos show
+    chroma: float = 3.0  # penalty per unit of colour noise sigma above CHROMA_NOISE_LIMIT
+    veil: float = 3.0  # penalty per unit of veil (the dark channel's floor over the whites) above VEIL_LIMIT
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
@@ -156,7 +170,7 @@ class RewardConfig:
                 raise ValueError("reward weights must be finite and >= 0")
             if sum(self.weights.values()) <= 0:
                 raise ValueError("at least one reward weight must be above 0")
-        for name in ("preservation", "compression"):
+        for name in ("preservation", "compression", "veil", "chroma"):
             if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)}")
 
@@ -212,12 +226,15 @@ def global_statistics(img: np.ndarray) -> dict[str, float]:
     is_gray = float(np.abs(rgb[..., 0] - rgb[..., 1]).mean() + np.abs(rgb[..., 1] - rgb[..., 2]).mean() < 0.004)
     log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
     cast = float(np.linalg.norm(log_rb))
+    dark = ndimage.minimum_filter(rgb.min(axis=2), size=VEIL_PATCH, mode="nearest")
     return {
         "mean_luma": float(lum.mean()),
         "rms_contrast": float(lum.std()),
         "black_level": float(black),
         "white_level": float(white),
         "clip_dark": float((lum <= 0.01).mean()),
+        # the dark channel's floor over the white level: a fade or haze over everything
+        "veil": float(np.percentile(dark, 1.0) / max(float(white), 0.05)),
         "clip_bright": float((lum >= 0.99).mean()),
         "colourfulness": _colourfulness(rgb),
         # the cast counts only as far as the illuminant estimators agree on it
@@ -236,12 +253,19 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     for x in lums:
         by_size.setdefault(x.shape, []).append(x)
     noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
+    # colour noise: the same estimate on red minus blue, where luminance detail mostly cancels
+    chroma_planes: dict[tuple[int, ...], list[np.ndarray]] = {}
+    for c in crops:
+        if c.ndim == 3 and c.shape[2] >= 3:
+            chroma_planes.setdefault(c.shape[:2], []).append((c[:, :, 0] - c[:, :, 2]).astype(np.float32))
+    chroma = [s for same in chroma_planes.values() for s in _noise_sigmas(same)] or [0.0]
     sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
     # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
     grids = [grid_measures(x) for x in lums]
     blocks = [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)]
     steps = [step for _, step in grids]
-    return {"noise_sigma": float(np.median(noise)), "sharpness": float(np.mean(sharpness)),
+    return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
+            "sharpness": float(np.mean(sharpness)),
             "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
 
 
@@ -463,6 +487,8 @@ class Reward:
         self._norm = sum(self.active.values())
         self.preservation = 0.0 if self.config.preset == "paper" else self.config.preservation
         self.compression = 0.0 if self.config.preset == "paper" else self.config.compression
+        self.veil = 0.0 if self.config.preset == "paper" else self.config.veil
+        self.chroma = 0.0 if self.config.preset == "paper" else self.config.chroma
 
     def describe(self) -> str:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
@@ -480,7 +506,7 @@ class Reward:
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         similarity = pool.submit(structure_similarity, original, img) if preserve and pool is not None else None
-        texture = self.compression > 0 or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA)
+        texture = self.compression > 0 or self.chroma > 0 or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA)
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
@@ -496,6 +522,10 @@ class Reward:
             total -= self.preservation * (1.0 - sim)
         if self.compression > 0 and "grid_step" in raw:  # a JPEG grid is never intent
             total -= self.compression * max(0.0, raw["grid_step"] * 255 - CLEAN_GRID_STEP)
+        if self.chroma > 0 and "chroma_noise" in raw:
+            total -= self.chroma * max(0.0, raw["chroma_noise"] - CHROMA_NOISE_LIMIT)
+        if self.veil > 0 and "veil" in raw:
+            total -= self.veil * max(0.0, raw["veil"] - VEIL_LIMIT)
         return Score(total=float(total), components=comps, raw=raw, weights=weights, skipped=dict(self.skipped))
 
 

@@ -104,3 +104,108 @@ def test_a_reward_can_be_handed_another_fit(tmp_path):
     reward = Reward(fitted=FittedReward.load(path))
     assert set(reward.active) == {"noise"}
     assert set(Reward().active) != {"noise"}
+
+
+# --- a veil over the whole photo: fading, haze, lifted blacks ------------------------------------------------
+
+def iqa_photo(name):
+    from PIL import Image
+
+    from edit_agents.tools.imageops import as_image
+
+    path = Path(__file__).resolve().parent / "data" / "iqa" / f"{name}.png"
+    return np.ascontiguousarray(resize_longest(as_image(np.asarray(Image.open(path).convert("RGB"))), 256))
+
+
+def test_levels_pulls_a_lifted_black_point_back_and_keeps_greys_grey(clean):
+    tools = default_registry()
+    lifted = 0.2 + 0.8 * clean
+    back = tools.call("levels", lifted, {"black": 0.2})[0]
+    assert np.abs(back - clean).max() < 1e-4
+    grey = np.full((8, 8, 3), 0.5, np.float32)
+    out = tools.call("levels", grey, {"black": 0.1, "white": 0.9, "gamma": 1.5})[0]
+    assert np.ptp(out, axis=2).max() < 1e-6 and out.mean() > 0.5  # gamma above 1 brightens, channels alike
+    schema = tools.get("levels").params
+    assert max(p.maximum for p in schema if p.name == "black") < min(p.minimum for p in schema if p.name == "white")
+
+
+def test_the_veil_is_low_on_clean_photos_and_reads_a_fade(photos):
+    from edit_agents.agents.reward import VEIL_LIMIT
+
+    scenes = [np.ascontiguousarray(resize_longest(photos[n], 256)) for n in ("astronaut", "chelsea", "coffee", "rocket", "camera")]
+    scenes += [iqa_photo(n) for n in ("I03", "I04", "I06", "I08", "I19")]
+    for img in scenes:
+        assert image_statistics(img)["veil"] < VEIL_LIMIT
+        dark = image_statistics(0.5 * img)["veil"]
+        assert abs(dark - image_statistics(img)["veil"]) < 0.01  # a gain is not a veil
+        for black in (0.12, 0.2, 0.3):
+            stats = image_statistics(black + (1 - black) * img)
+            assert stats["veil"] > VEIL_LIMIT
+            floor = stats["veil"] * stats["white_level"]
+            assert black - 1e-4 <= floor < black + 0.08  # the floor is the lifted black, plus the photo's own
+
+
+@pytest.mark.parametrize("family", ["lifted-blacks", "washed-out", "faded-print", "flat"])
+def test_a_veiled_photo_scores_below_its_original(photos, family):
+    """The fitted bands alone rate most fades as well as the original (their calibration photos include
+    flat textures with lifted blacks); the veil term ranks the original first in most cases."""
+    from edit_agents.agents.reward import Reward, RewardConfig
+
+    scenes = {n: np.ascontiguousarray(resize_longest(photos[n], 256)) for n in ("chelsea", "coffee", "rocket")}
+    scenes |= {n: iqa_photo(n) for n in ("I03", "I04", "I06", "I08", "I19")}
+    with_veil, without = Reward(), Reward(RewardConfig(veil=0.0))
+    wins = {True: 0, False: 0}
+    n = 0
+    for name, img in scenes.items():
+        for index in range(2):
+            bad, _ = make(img, name, family, index)
+            n += 1
+            for reward, key in ((with_veil, True), (without, False)):
+                wins[key] += reward.score(img, bad).total > reward.score(bad, bad).total
+    assert wins[True] >= 0.75 * n and wins[True] > wins[False], (family, wins, n)
+
+
+def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_it(photos):
+    from edit_agents.agents.mcts import mcts_enhance
+    from edit_agents.agents.reward import Reward
+    from skimage.metrics import structural_similarity
+
+    img = np.ascontiguousarray(resize_longest(photos["coffee"], 384))
+    bad = 0.18 + 0.82 * img
+    seen = perceive(bad)
+    finding = next(f for f in seen.findings if f.check == "veil")
+    assert finding.defect and "dark channel" in finding.reason
+    levels = [a for a in seen.actions if a.tool == "levels"]
+    stats = image_statistics(bad)
+    assert levels and all(0 < a.params["black"] <= stats["veil"] * stats["white_level"] for a in levels)
+    assert not next(f for f in perceive(img).findings if f.check == "veil").defect
+    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), Reward())
+    assert "levels" in [a.tool for a in result.actions]
+    ssim = lambda x: structural_similarity(x, img, channel_axis=2, data_range=1.0)  # noqa: E731
+    assert ssim(np.clip(result.image, 0, 1)) > ssim(bad) + 0.02
+
+
+# --- colour noise ---------------------------------------------------------------------------------------------
+
+def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(photos):
+    from edit_agents.agents.mcts import mcts_enhance
+    from edit_agents.agents.reward import CHROMA_NOISE_LIMIT, Reward
+    from edit_agents.tools.imageops import luminance
+    from skimage.metrics import structural_similarity
+
+    img = np.ascontiguousarray(resize_longest(photos["coffee"], 384))
+    bad, case = make(img, "coffee", "chroma-noise", 0)
+    tools = default_registry()
+    fixed = tools.call("chroma_denoise", bad, {"strength": 1.0})[0]
+    moved = np.abs(luminance(fixed) - luminance(bad))
+    assert (moved > 1e-5).mean() < 0.01 and moved.mean() < 1e-3  # the brightness is kept but where a channel clips
+    stats = {name: image_statistics(x)["chroma_noise"] for name, x in (("clean", img), ("bad", bad), ("fixed", fixed))}
+    assert stats["clean"] < CHROMA_NOISE_LIMIT / 3 and stats["bad"] > CHROMA_NOISE_LIMIT > stats["fixed"], stats
+    seen = perceive(bad)
+    assert next(f for f in seen.findings if f.check == "colour noise").defect
+    assert "chroma_denoise" in {a.tool for a in seen.actions}
+    assert not next(f for f in perceive(img).findings if f.check == "colour noise").defect
+    result = mcts_enhance(bad, tools.subset(categories=["classic"]), Reward())
+    assert "chroma_denoise" in [a.tool for a in result.actions], case.label()
+    ssim = lambda x: structural_similarity(x, img, channel_axis=2, data_range=1.0)  # noqa: E731
+    assert ssim(np.clip(result.image, 0, 1)) > ssim(bad) + 0.1

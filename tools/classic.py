@@ -56,6 +56,13 @@ def auto_levels(img, clip_percent=0.5, *, levels=None):
     return on_color(f)(img)
 
 
+def levels(img, black=0.0, white=1.0, gamma=1.0):
+    """Photoshop's Levels: ``black`` and ``white`` input points mapped to 0 and 1 (the same on every channel, so
+    greys stay grey), then a midtone ``gamma`` (above 1 brightens)."""
+    span = max(white - black, 1e-3)
+    return on_color(lambda c: np.power(np.clip((c - black) / span, 0, None), 1.0 / gamma))(img)
+
+
 def highlights_shadows(img, shadows=0.0, highlights=0.0, *, reference_side=None):
     """Lift shadows (>0) and recover highlights (>0) with a smooth luminance mask, as wide as a hundredth of
     the picture (``reference_side``: its longest side in this image's pixels; default this image's)."""
@@ -199,6 +206,23 @@ def denoise(img, strength=0.5, radius=2.0):
     return on_color(f)(img)
 
 
+def chroma_denoise(img, strength=0.8, radius=3.0):
+    """Smooth the colour difference planes (each channel minus the luminance) and keep the luminance exactly:
+    colour speckles go, detail stays. The planes' luminance is 0, before and after a blur, so it cannot move."""
+    def f(c):
+        if c.shape[2] < 3 or strength <= 0:
+            return c
+        lum = luminance(c)[:, :, None]
+        chroma = c - lum
+        chroma = chroma + strength * (gaussian(chroma, radius) - chroma)
+        # where the smoothed colour leaves 0..1 (saturated darks and lights), shorten it toward grey rather than
+        # clip a channel, which would move the luminance
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(chroma < 0, np.clip(lum, 0, 1) / -chroma, np.where(chroma > 0, (1 - np.clip(lum, 0, 1)) / chroma, 1.0))
+        return lum + chroma * np.clip(room.min(axis=2, keepdims=True), 0.0, 1.0)
+    return on_color(f)(img)
+
+
 def gaussian_blur(img, sigma=2.0):
     return gaussian(img, sigma)
 
@@ -337,6 +361,13 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              (F("clip_percent", "percent of pixels allowed to clip at each end", 0.5, 0.0, 5.0, neutral=None),),
              auto_levels, keywords=("auto levels", "levels", "washed out", "auto enhance", "auto tone"),
              pins=lambda img, p: {"levels": _levels(img, p["clip_percent"])}),
+    ToolSpec("levels", "Set the black point, white point and midtone gamma (Levels).",
+             "Recovers a faded, hazy or matte photo whose blacks are lifted (black point up to the veil), dim "
+             "whites (white point down) and murky midtones (gamma); unlike auto_levels the points are given.",
+             (F("black", "input level that becomes black", 0.0, 0.0, 0.45, "0.1 pulls a veil of 0.1 back to black."),
+              F("white", "input level that becomes white", 1.0, 0.55, 1.0, neutral=1.0),
+              F("gamma", "midtone gamma after the points", 1.0, 0.3, 3.0, "Above 1 brightens midtones.", neutral=1.0)),
+             levels, keywords=("levels", "black point", "white point", "faded", "matte", "fade", "veil")),
     ToolSpec("highlights_shadows", "Lift shadows and recover highlights separately.",
              "Use for backlit or high-dynamic-range scenes with dark shadows or bright skies.",
              (F("shadows", "how much to lift dark areas", 0.3, -1.0, 1.0),
@@ -397,6 +428,12 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              (F("strength", "strength", 0.5, 0.0, 1.0),
               F("radius", "half-width of the smoothing window in pixels", 2.0, 0.5, 6.0, neutral=None, pixels=True)),
              denoise, keywords=("denoise", "noise", "grain", "grainy", "noisy")),
+    ToolSpec("chroma_denoise", "Remove colour speckles (chroma noise) and keep the brightness detail.",
+             "Use for colour blotches in shadows or a noisy phone photo; the luminance is not touched, so "
+             "it does not soften the picture (use denoise for grain in the brightness).",
+             (F("strength", "how much of the colour noise to remove", 0.8, 0.0, 1.0),
+              F("radius", "smoothing radius of the colour in pixels", 3.0, 0.5, 10.0, neutral=None, pixels=True)),
+             chroma_denoise, keywords=("colour noise", "color noise", "chroma noise", "colour speckles", "blotches")),
     ToolSpec("gaussian_blur", "Blur the whole photo.", "Softens everything; for a soft-focus look.",
              (F("sigma", "blur radius in pixels", 2.0, 0.1, 50.0, pixels=True),),
              gaussian_blur, keywords=("blur the image", "soften", "soft focus")),
