@@ -37,6 +37,11 @@ MIN_MOTION = 5.0  # px: a shorter line is not told apart from a small defocus or
 # No proposal more than doubles the tonal span in one edit: some photos are flat by nature (fog, the
 # moon's surface), and a flat photo made less flat is safe where one stretched to the full range is not.
 MAX_STRETCH = 2.0
+# Colour spread (Hasler and Suesstrunk's, without the mean term) above which colours are garish: the most colourful
+# clean photos here reach 0.25 (scikit-image's retina, I03), and their scale calls 0.23-0.32 "quite" to "highly"
+# colourful. A photo past this is brought back into COLOURFUL_TARGETS, the upper range of clean photos.
+OVER_COLOURFUL = 0.3
+COLOURFUL_TARGETS = (0.24, 0.2)
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,14 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     out.append((Finding("over-exposure", stats["clip_bright"], OVER_CLIPPED, over, why), calls))
 
     if scene != "black-and-white":
+        spread = stats["colourfulness"]
+        garish = spread > OVER_COLOURFUL
+        why = f"colour spread {spread:.3f} (limit {OVER_COLOURFUL}; the most colourful clean photos reach 0.25)"
+        # saturation scales the colour differences, so the spread, by 1 + amount
+        amounts = [round(target / max(spread, 1e-6) - 1.0, 2) for target in COLOURFUL_TARGETS]
+        out.append((Finding("over-saturation", spread, OVER_COLOURFUL, garish, why),
+                    _at("saturation", "amount", amounts, why) if garish else []))
+
         direction = cast_direction(stats)
         limit = CAST_LIMIT[direction]
         cast = stats["colour_cast"]

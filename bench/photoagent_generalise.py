@@ -142,8 +142,12 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
     clean = _photo(photo, side)
     bad, case = defects.make(clean, photo, family, index)
     bad = np.array(bad, np.float32)  # its own writable copy, whatever make returned
-    before = (1.0, 0.0) if family == "clean" else (ssim(bad, clean), delta_e(bad, clean))
+    # a defect that changes nothing (a saturation change on a black-and-white photo) makes no degraded case: the
+    # photo is clean and is counted with the clean ones
+    unchanged = family != "clean" and float(np.abs(bad - clean).max()) < 0.5 / 255
+    before = (1.0, 0.0) if family == "clean" or unchanged else (ssim(bad, clean), delta_e(bad, clean))
     row = {"photo": photo, "family": family, "group": case.group, "index": index, "label": case.label(),
+           "unchanged": unchanged,
            "parts": [[name, params] for name, params in case.parts], "before": before, "after": {},
            "actions": {}, "edits": {}, "wall": {}}
     for method in methods:
@@ -190,7 +194,7 @@ def _stats(rows: list[dict], method: str) -> dict:
 
 def summarise(rows: list[dict], methods: tuple[str, ...]) -> dict:
     """Counts and means per family, per group, over every degraded case ("all") and over the clean photos."""
-    degraded = [r for r in rows if r["family"] != "clean"]
+    degraded = [r for r in rows if r["family"] != "clean" and not r.get("unchanged")]
     sets = {}
     for family in dict.fromkeys(r["family"] for r in degraded):
         sets[("family", family)] = [r for r in degraded if r["family"] == family]
@@ -198,6 +202,7 @@ def summarise(rows: list[dict], methods: tuple[str, ...]) -> dict:
         sets[("group", group)] = [r for r in degraded if r["group"] == group]
     sets[("group", "all")] = degraded
     sets[("clean", "clean")] = [r for r in rows if r["family"] == "clean"]
+    sets[("clean", "unchanged")] = [r for r in rows if r.get("unchanged")]
     out = {}
     for key, sel in sets.items():
         if sel:
@@ -240,13 +245,15 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
             cells += (f"| {st['closer']:>3}/{st['n']:<3} {_pct(st['closer'], st['n']):>4} h{st['harmed']:<3}"
                       f" {st['ssim']:.3f} {st['de']:>5.2f} ")
         print(f"{label:<22}{s['n']:>4}{s['before'][0]:>8.3f}{s['before'][1]:>6.2f}  " + cells)
-    clean = summary.get(("clean", "clean"))
-    if clean:
-        print(f"\nclean photos ({clean['n']}): untouched, harmed (beyond the bounds above), min SSIM, max ΔE")
-        for m in methods:
-            st = clean["methods"][m]
-            print(f"  {m:<16} untouched {st['untouched']}/{st['n']}, harmed {st['harmed']}, "
-                  f"min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}")
+    for key, title in ((("clean", "clean"), "clean photos"),
+                       (("clean", "unchanged"), "cases their defect left unchanged (colour on a black-and-white photo)")):
+        clean = summary.get(key)
+        if clean:
+            print(f"\n{title} ({clean['n']}): untouched, harmed (beyond the bounds above), min SSIM, max ΔE")
+            for m in methods:
+                st = clean["methods"][m]
+                print(f"  {m:<16} untouched {st['untouched']}/{st['n']}, harmed {st['harmed']}, "
+                      f"min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}")
     print("\nsummary (markdown): per group, cases closer (%), harmed, mean SSIM / ΔE after\n")
     print("| group | n | before SSIM / ΔE | " + " | ".join(methods) + " |")
     print("|---|---:|---|" + "---|" * len(methods))
@@ -256,10 +263,12 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
                      for st in (s["methods"][m] for m in methods)]
             label = "**all degraded**" if name == "all" else name
             print(f"| {label} | {s['n']} | {s['before'][0]:.3f} / {s['before'][1]:.2f} | " + " | ".join(cells) + " |")
-    if clean:
-        cells = [f"{st['untouched']}/{st['n']} untouched, min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}"
-                 for st in (clean["methods"][m] for m in methods)]
-        print(f"| clean | {clean['n']} | 1.000 / 0.00 | " + " | ".join(cells) + " |")
+    for key, label in ((("clean", "clean"), "clean"), (("clean", "unchanged"), "unchanged by the defect")):
+        clean = summary.get(key)
+        if clean:
+            cells = [f"{st['untouched']}/{st['n']} untouched, min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}"
+                     for st in (clean["methods"][m] for m in methods)]
+            print(f"| {label} | {clean['n']} | 1.000 / 0.00 | " + " | ".join(cells) + " |")
     return summary
 
 

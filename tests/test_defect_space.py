@@ -209,3 +209,20 @@ def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(pho
     assert "chroma_denoise" in [a.tool for a in result.actions], case.label()
     ssim = lambda x: structural_similarity(x, img, channel_axis=2, data_range=1.0)  # noqa: E731
     assert ssim(np.clip(result.image, 0, 1)) > ssim(bad) + 0.1
+
+
+def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
+    from edit_agents.agents.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL
+
+    tools = default_registry()
+    for name in ("astronaut", "coffee", "chelsea"):  # astronaut is the most colourful of them, 0.23
+        img = np.ascontiguousarray(resize_longest(photos[name], 256))
+        assert not next(f for f in perceive(img).findings if f.check == "over-saturation").defect, name
+        garish = tools.call("saturation", img, {"amount": 1.4})[0]
+        seen = perceive(garish)
+        assert next(f for f in seen.findings if f.check == "over-saturation").defect == \
+            (image_statistics(garish)["colourfulness"] > OVER_COLOURFUL)
+        assert name != "astronaut" or [a for a in seen.actions if a.tool == "saturation"]
+        for action in (a for a in seen.actions if a.tool == "saturation"):
+            spread = image_statistics(tools.call("saturation", garish, action.params)[0])["colourfulness"]
+            assert min(COLOURFUL_TARGETS) - 0.03 < spread < max(COLOURFUL_TARGETS) + 0.03, (name, action.label())
