@@ -120,9 +120,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     under = white < limit
     why = (f"brightest tones reach {white:.2f} (limit {limit}{' for a ' + scene + ' scene' if dim_scene else ''})")
     calls = []
+    # auto levels maps the span to 0..1: proposed only where that is at most MAX_STRETCH times the span
+    stretch_ok = (white - black) * MAX_STRETCH >= 1.0
+    full_range = [ToolCall("auto_levels", {"clip_percent": 0.3}, why)] if stretch_ok else []
     if under:
         stops = math.log2(0.95 / max(white, 0.05))
-        calls = (_at("exposure", "stops", (stops * 0.6, stops), why) + [ToolCall("auto_levels", {"clip_percent": 0.3}, why)]
+        calls = (_at("exposure", "stops", (stops * 0.6, stops), why) + full_range
                  + _at("gamma", "gamma", (1 + 0.5 * stops,), why))
     out.append((Finding("under-exposure", white, limit, under, why), calls))
 
@@ -157,7 +160,8 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     why = f"{stats['clip_bright']:.1%} of pixels blown, blacks at {black:.2f}"
     calls = []
     if over:
-        calls = (_at("gamma", "gamma", (0.8, 0.65), why) + [ToolCall("auto_levels", {"clip_percent": 0.3}, why)]
+        calls = (_at("gamma", "gamma", (0.8, 0.65), why) + ([ToolCall("auto_levels", {"clip_percent": 0.3}, why)]
+                                                           if stretch_ok else [])
                  + _at("highlights_shadows", "highlights", (0.5,), why, shadows=0.0)
                  + _at("exposure", "stops", (-0.4,), why))
     out.append((Finding("over-exposure", stats["clip_bright"], OVER_CLIPPED, over, why), calls))

@@ -76,3 +76,16 @@ def test_no_low_contrast_proposal_more_than_doubles_the_tonal_span(squeeze):
     for action in seen.actions:
         after = image_statistics(tools.call(action.tool, flat, action.params)[0])
         assert after["white_level"] - after["black_level"] <= 2.0 * span + 0.02, action.label()
+
+
+@pytest.mark.parametrize("gain", [0.25, 0.4])
+def test_a_dark_photo_is_brightened_by_a_gain_not_stretched_to_the_full_range(gain):
+    """Auto levels maps the tonal span to 0..1; on a dark photo whose span is under half the range that is more
+    than a doubling, and a flat-by-nature photo made dark would be stretched past what it was."""
+    dark = rgb("coffee") * gain
+    stats = image_statistics(dark)
+    seen = RulePerceiver().perceive(stats, 8, CLASSIC)
+    assert next(f for f in seen.findings if f.check == "under-exposure").defect
+    assert any(a.tool == "exposure" for a in seen.actions)
+    assert (stats["white_level"] - stats["black_level"]) < 0.5
+    assert not [a for a in seen.actions if a.tool == "auto_levels"]
