@@ -142,10 +142,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 
     veil = stats.get("veil", 0.0)
-    veiled = veil > VEIL_LIMIT
+    gray = bool(stats.get("is_gray"))
+    veiled = veil > VEIL_LIMIT and not gray
     floor = veil * white
     why = (f"the darkest patches reach only {floor:.3f} in their darkest channel, {veil:.3f} of the whites (the dark "
-           f"channel's floor; limit {VEIL_LIMIT}: a fade, haze or lifted blacks over the whole photo)")
+           f"channel's floor; limit {VEIL_LIMIT}: a fade, haze or lifted blacks over the whole photo)"
+           + ("; not read in a black-and-white photo, whose floor may be pale by nature" if gray else ""))
     calls = []
     if veiled:
         # a clean scene's floor is 0-0.078 of its whites, so a floor this high hides a black point near it: pull

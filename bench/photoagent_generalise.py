@@ -53,7 +53,10 @@ from photoagent_fidelity import (
     share_of_cores,
     ssim,
 )
-from photoset import EVALUATION, load
+from photoset import CALIBRATION, EVALUATION, load
+
+# every other photo the project has, run only as a clean photo: must it be left alone too
+OTHER_CLEAN = CALIBRATION + ("retina", "I03", "I19")
 
 METHODS = ("mcts", "autocontrast", "autolevel-gamma", "clahe", "none")
 HARM_SSIM, HARM_DE = 0.02, 1.0  # a drop in SSIM, a rise in ΔE, beyond which a case counts as harmed
@@ -201,7 +204,9 @@ def summarise(rows: list[dict], methods: tuple[str, ...]) -> dict:
     for group in defects.GROUPS:
         sets[("group", group)] = [r for r in degraded if r["group"] == group]
     sets[("group", "all")] = degraded
-    sets[("clean", "clean")] = [r for r in rows if r["family"] == "clean"]
+    evaluation = {r["photo"] for r in rows if r["family"] != "clean"} or set(EVALUATION)
+    sets[("clean", "clean")] = [r for r in rows if r["family"] == "clean" and r["photo"] in evaluation]
+    sets[("clean", "other")] = [r for r in rows if r["family"] == "clean" and r["photo"] not in evaluation]
     sets[("clean", "unchanged")] = [r for r in rows if r.get("unchanged")]
     out = {}
     for key, sel in sets.items():
@@ -246,6 +251,7 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
                       f" {st['ssim']:.3f} {st['de']:>5.2f} ")
         print(f"{label:<22}{s['n']:>4}{s['before'][0]:>8.3f}{s['before'][1]:>6.2f}  " + cells)
     for key, title in ((("clean", "clean"), "clean photos"),
+                       (("clean", "other"), "other clean photos (calibration photos, retina, I03, I19)"),
                        (("clean", "unchanged"), "cases their defect left unchanged (colour on a black-and-white photo)")):
         clean = summary.get(key)
         if clean:
@@ -263,7 +269,8 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
                      for st in (s["methods"][m] for m in methods)]
             label = "**all degraded**" if name == "all" else name
             print(f"| {label} | {s['n']} | {s['before'][0]:.3f} / {s['before'][1]:.2f} | " + " | ".join(cells) + " |")
-    for key, label in ((("clean", "clean"), "clean"), (("clean", "unchanged"), "unchanged by the defect")):
+    for key, label in ((("clean", "clean"), "clean"), (("clean", "other"), "other clean photos"),
+                       (("clean", "unchanged"), "unchanged by the defect")):
         clean = summary.get(key)
         if clean:
             cells = [f"{st['untouched']}/{st['n']} untouched, min SSIM {st['min_ssim']:.3f}, max ΔE {st['max_de']:.2f}"
@@ -283,6 +290,9 @@ def main() -> None:
     ap.add_argument("--photos", default=",".join(EVALUATION), help="comma-separated (default: photoset.EVALUATION)")
     ap.add_argument("--families", default=",".join(defects.families() + ["clean"]),
                     help='comma-separated families of bench/defects.py, "combination" and "clean" (default: all)')
+    ap.add_argument("--other-clean", default=",".join(OTHER_CLEAN),
+                    help="photos run only as clean photos, beside the evaluation photos' own (default: every other "
+                         "photo the project has; the calibration ones among them are in-sample for the reward)")
     ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (clean: one)")
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {METHODS}")
     ap.add_argument("--side", type=int, default=512, help="longest side of the photos (default 512)")
@@ -303,6 +313,8 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown method(s) or family(ies): {', '.join(unknown)}")
     todo = cases([p for p in a.photos.split(",") if p], families, a.per_family)
+    if "clean" in families:
+        todo += [(p, "clean", 0) for p in a.other_clean.split(",") if p]
     t0 = time.perf_counter()
     print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family, clean one), MCTS defaults: "
           f"{SETTINGS.simulations} simulations x depth {SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search "

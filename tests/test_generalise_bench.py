@@ -117,3 +117,15 @@ def test_leave_one_family_out_hands_each_family_the_reward_fitted_without_it(tmp
     monkeypatch.setattr(bench, "LOFO_REWARDS", str(tmp_path))
     assert set(bench.mcts_tools_and_reward("jpeg")[1].active) == {"noise"}  # fitted without jpeg
     assert set(bench.mcts_tools_and_reward("gamma-dark")[1].active) != {"noise"}  # no file: the shipped fit
+
+
+def test_a_darkened_case_is_dominated_only_by_another_photo_darker_on_both_counts():
+    import tone_identifiability as ident
+
+    clean = {"dusk": (0.8, 0.24), "night": (0.72, 0.08), "bright": (1.0, 0.6)}
+    assert ident.dominated((0.75, 0.3), "x", clean, darker=True) == ["night"]  # whites and mean both at or below
+    assert ident.dominated((0.75, 0.3), "night", clean, darker=True) == []  # never its own original
+    assert ident.dominated((0.7, 0.3), "x", clean, darker=True) == []  # night's whites are brighter: a rule can tell
+    assert ident.dominated((0.9, 0.5), "x", clean, darker=False) == ["bright"]
+    tone = ident.tone(np.full((16, 16, 3), 0.5, np.float32))
+    assert tone == pytest.approx((0.5, 0.5), abs=1e-3)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .imageops import (bilateral_filter, clahe_uint16, gaussian, illuminant_estimate, join_alpha, luminance, on_color,
-                       resize as resize_image, sampled_gaussian, split_alpha, warp_affine)
+                       per_plane, resize as resize_image, sampled_gaussian, split_alpha, warp_affine)
 from .spec import Param, ToolOutput, ToolSpec
 
 
@@ -212,14 +212,17 @@ def chroma_denoise(img, strength=0.8, radius=3.0):
     def f(c):
         if c.shape[2] < 3 or strength <= 0:
             return c
-        lum = luminance(c)[:, :, None]
-        chroma = c - lum
-        chroma = chroma + strength * (gaussian(chroma, radius) - chroma)
+        lum = luminance(c)
+        planes = [c[:, :, k] - lum for k in range(c.shape[2])]  # plane by plane: numpy is slow over a last axis of 3
+        planes = [p + strength * (b - p) for p, b in zip(planes, per_plane(lambda x: gaussian(x, radius), planes))]
         # where the smoothed colour leaves 0..1 (saturated darks and lights), shorten it toward grey rather than
-        # clip a channel, which would move the luminance
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(chroma < 0, np.clip(lum, 0, 1) / -chroma, np.where(chroma > 0, (1 - np.clip(lum, 0, 1)) / chroma, 1.0))
-        return lum + chroma * np.clip(room.min(axis=2, keepdims=True), 0.0, 1.0)
+        # clip a channel, which would move the luminance: the lowest and the highest channel set how far it may go
+        lowest, highest = planes[0], planes[0]
+        for p in planes[1:]:
+            lowest, highest = np.minimum(lowest, p), np.maximum(highest, p)
+        level = np.clip(lum, 0, 1)
+        room = np.minimum(np.minimum(level / np.maximum(-lowest, 1e-6), (1 - level) / np.maximum(highest, 1e-6)), 1.0)
+        return np.stack([lum + p * room for p in planes], axis=2)
     return on_color(f)(img)
 
 
