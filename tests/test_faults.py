@@ -233,7 +233,8 @@ def test_an_executor_that_never_answers_validly_fails_one_attempt_in_both_runner
     def responder(seen):
         count["n"] += 1
         source = "step:0" if count["n"] <= 3 else "input"
-        return Reply({"steps": [{"tool": "brightness", "params": {"amount": 0.25}, "source": source}]})
+        # an exposure, not a flat brightness offset: lifting the blacks of this dark photo by 0.25 is a fade
+        return Reply({"steps": [{"tool": "exposure", "params": {"stops": 0.5}, "source": source}]})
     llm.reset(responder=responder)
     prompt = closed_loop_prompt(photo, llm.url, "brighter", "executor_brain", max_attempts=3)
     trace = summary_of(comfy.call("run", runner(prompt, "loop", mode)))
