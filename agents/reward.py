@@ -505,6 +505,10 @@ class Reward:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
         pres = f" - {self.preservation:g} x (1 - structure similarity)" if self.preservation else ""
+        # the fixed penalties, each for a defect that is never intent, beyond what clean photos show
+        pres += "".join(f" - {w:g} x ({what} above {limit:g})" for w, what, limit in (
+            (self.compression, "JPEG grid step in levels", CLEAN_GRID_STEP), (self.veil, "veil", VEIL_LIMIT),
+            (self.chroma, "colour noise", CHROMA_NOISE_LIMIT)) if w)
         return (f"reward ({self.config.preset}) = " + " + ".join(parts) + pres
                 + (f" (skipped {skipped})" if skipped else ""))
 
