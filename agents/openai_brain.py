@@ -11,7 +11,6 @@ import asyncio
 import base64
 import io
 import ipaddress
-import json
 import os
 import time
 from dataclasses import dataclass, field
