@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .records import ToolCall
-from .reward import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, VEIL_LIMIT
+from .reward import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, VEIL_LIMIT, excess
 from .trace import Trace
 
 # Clear defects, on raw statistics (sRGB values 0..1): deliberately wide of what good photos show.
@@ -110,6 +110,11 @@ def _at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> li
     return [ToolCall(tool, {**fixed, param: round(float(v), 3)}, why) for v in values]
 
 
+def _full_range(span: float, clips: Iterable[float], why: str) -> list[ToolCall]:
+    """Auto levels (the tonal span mapped to 0..1), only where that is at most MAX_STRETCH times the span."""
+    return _at("auto_levels", "clip_percent", clips, why) if span * MAX_STRETCH >= 1.0 else []
+
+
 def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | None = None
               ) -> list[tuple[Finding, list[ToolCall]]]:
     out: list[tuple[Finding, list[ToolCall]]] = []
@@ -120,30 +125,26 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     under = white < limit
     why = (f"brightest tones reach {white:.2f} (limit {limit}{' for a ' + scene + ' scene' if dim_scene else ''})")
     calls = []
-    # auto levels maps the span to 0..1: proposed only where that is at most MAX_STRETCH times the span
-    stretch_ok = (white - black) * MAX_STRETCH >= 1.0
-    full_range = [ToolCall("auto_levels", {"clip_percent": 0.3}, why)] if stretch_ok else []
+    span = white - black
     if under:
         stops = math.log2(0.95 / max(white, 0.05))
-        calls = (_at("exposure", "stops", (stops * 0.6, stops), why) + full_range
+        calls = (_at("exposure", "stops", (stops * 0.6, stops), why) + _full_range(span, (0.3,), why)
                  + _at("gamma", "gamma", (1 + 0.5 * stops,), why))
     out.append((Finding("under-exposure", white, limit, under, why), calls))
 
-    span = white - black
     flat = black > LIFTED_BLACK and (span < COMPRESSED_RANGE or white > 0.97)
     why = (f"tones span {black:.2f}..{white:.2f} (a defect when the blacks pass {LIFTED_BLACK} and the span is under "
            f"{COMPRESSED_RANGE} or the whites are at the top)")
     calls = []
     if flat:
         gain = min(MAX_STRETCH, 0.9 / max(span, 0.1)) - 1
-        levels = _at("auto_levels", "clip_percent", (0.3, 1.0), why) if span * MAX_STRETCH >= 1.0 else []  # to 0..1
-        calls = (levels + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
+        calls = (_full_range(span, (0.3, 1.0), why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
                  + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 
     veil = stats.get("veil", 0.0)
     gray = bool(stats.get("is_gray"))
-    veiled = veil > VEIL_LIMIT and not gray
+    veiled = excess(stats, "veil") > 0  # the reward's own verdict: never in a black-and-white photo
     floor = veil * white
     why = (f"the darkest patches reach only {floor:.3f} in their darkest channel, {veil:.3f} of the whites (the dark "
            f"channel's floor; limit {VEIL_LIMIT}: a fade, haze or lifted blacks over the whole photo)"
@@ -162,8 +163,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     why = f"{stats['clip_bright']:.1%} of pixels blown, blacks at {black:.2f}"
     calls = []
     if over:
-        calls = (_at("gamma", "gamma", (0.8, 0.65), why) + ([ToolCall("auto_levels", {"clip_percent": 0.3}, why)]
-                                                           if stretch_ok else [])
+        calls = (_at("gamma", "gamma", (0.8, 0.65), why) + _full_range(span, (0.3,), why)
                  + _at("highlights_shadows", "highlights", (0.5,), why, shadows=0.0)
                  + _at("exposure", "stops", (-0.4,), why))
     out.append((Finding("over-exposure", stats["clip_bright"], OVER_CLIPPED, over, why), calls))

@@ -147,6 +147,22 @@ class LearnedScorer(Protocol):
         """(raw score, normalised 0..1) of ``img``; ``mood`` is the target text ('' when none)."""
 
 
+# The fixed penalties, each for a defect that is never intent, counted only beyond what clean photos show:
+# (RewardConfig field, raw statistic, its scale, the clean limit, what the trace calls it).
+PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid step in levels"),
+             ("chroma", "chroma_noise", 1.0, CHROMA_NOISE_LIMIT, "colour noise"),
+             ("veil", "veil", 1.0, VEIL_LIMIT, "veil"))
+
+
+def excess(raw: Mapping[str, float], penalty: str) -> float:
+    """How far ``raw`` is past the clean limit of a penalty of PENALTIES (0 when fine or not measured). The veil
+    is not read in a black-and-white photo: the prior is about colour (see VEIL_LIMIT)."""
+    _, key, scale, limit, _ = next(p for p in PENALTIES if p[0] == penalty)
+    if key not in raw or (penalty == "veil" and raw.get("is_gray")):
+        return 0.0
+    return max(0.0, raw[key] * scale - limit)
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     weights: Mapping[str, float] | None = None  # the custom preset's weights; None = the preset's own
@@ -172,7 +188,7 @@ class RewardConfig:
                 raise ValueError("reward weights must be finite and >= 0")
             if sum(self.weights.values()) <= 0:
                 raise ValueError("at least one reward weight must be above 0")
-        for name in ("preservation", "compression", "veil", "chroma"):
+        for name in ("preservation",) + tuple(name for name, *_ in PENALTIES):
             if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)}")
 
@@ -497,18 +513,15 @@ class Reward:
             raise ValueError(f"no reward component is available: {hint} (skipped: {self.skipped})")
         self._norm = sum(self.active.values())
         self.preservation = 0.0 if self.config.preset == "paper" else self.config.preservation
-        self.compression = 0.0 if self.config.preset == "paper" else self.config.compression
-        self.veil = 0.0 if self.config.preset == "paper" else self.config.veil
-        self.chroma = 0.0 if self.config.preset == "paper" else self.config.chroma
+        for name, *_ in PENALTIES:  # the paper's evaluator has none of them
+            setattr(self, name, 0.0 if self.config.preset == "paper" else getattr(self.config, name))
 
     def describe(self) -> str:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
         pres = f" - {self.preservation:g} x (1 - structure similarity)" if self.preservation else ""
-        # the fixed penalties, each for a defect that is never intent, beyond what clean photos show
-        pres += "".join(f" - {w:g} x ({what} above {limit:g})" for w, what, limit in (
-            (self.compression, "JPEG grid step in levels", CLEAN_GRID_STEP), (self.veil, "veil", VEIL_LIMIT),
-            (self.chroma, "colour noise", CHROMA_NOISE_LIMIT)) if w)
+        pres += "".join(f" - {getattr(self, name):g} x ({label} above {limit:g})"
+                        for name, _, _, limit, label in PENALTIES if getattr(self, name))
         return (f"reward ({self.config.preset}) = " + " + ".join(parts) + pres
                 + (f" (skipped {skipped})" if skipped else ""))
 
@@ -535,12 +548,9 @@ class Reward:
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
             total -= self.preservation * (1.0 - sim)
-        if self.compression > 0 and "grid_step" in raw:  # a JPEG grid is never intent
-            total -= self.compression * max(0.0, raw["grid_step"] * 255 - CLEAN_GRID_STEP)
-        if self.chroma > 0 and "chroma_noise" in raw:
-            total -= self.chroma * max(0.0, raw["chroma_noise"] - CHROMA_NOISE_LIMIT)
-        if self.veil > 0 and "veil" in raw and not raw.get("is_gray"):  # the prior is about colour: see VEIL_LIMIT
-            total -= self.veil * max(0.0, raw["veil"] - VEIL_LIMIT)
+        for name, *_ in PENALTIES:
+            if getattr(self, name) > 0:
+                total -= getattr(self, name) * excess(raw, name)
         return Score(total=float(total), components=comps, raw=raw, weights=weights, skipped=dict(self.skipped))
 
 

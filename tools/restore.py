@@ -325,7 +325,7 @@ def _wiener(planes: np.ndarray, psf: np.ndarray, balance: float) -> np.ndarray:
     del grad
     out = np.empty((h, w, planes.shape[2]), np.float32)
     for k in range(planes.shape[2]):
-        padded = planes[rows][:, cols, k].astype(np.float32)
+        padded = planes[:, :, k][np.ix_(rows, cols)].astype(np.float32)
         blurred = sfft.irfft2(sfft.rfft2(padded, workers=2) * otf, s=(ph, pw), workers=2)
         padded = wgt * padded + (1 - wgt) * blurred
         del blurred
