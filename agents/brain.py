@@ -109,6 +109,34 @@ async def close_brains(*brains: object) -> None:
             await close()
 
 
+class BrainVision:
+    """A brain lent to the tools as their ``tools.spec.Vision`` (the VLM tools, the reward's VLM rating)."""
+
+    def __init__(self, brain: Any):
+        self.brain = brain
+
+    def unavailable(self) -> str | None:
+        if getattr(self.brain, "name", "").startswith("rule"):
+            return "the offline rule brain cannot see; connect a vision-language Brain"
+        return None
+
+    def ask(self, role: str, system: str, text: str, schema: dict[str, Any], image: Any) -> dict[str, Any]:
+        """One validated answer about ``image``, from synchronous code (inside or outside an event loop)."""
+        async def go():
+            try:
+                request = BrainRequest(role=role, system=system, text=text, schema=schema, images=[image])
+                return (await self.brain.ask(request)).data
+            finally:
+                await close_brains(self.brain)
+
+        return run_blocking(go)
+
+
+def vision_of(brain: Any) -> BrainVision | None:
+    """``brain`` as the tools' vision model, or None when no brain is connected."""
+    return None if brain is None else BrainVision(brain)
+
+
 def validate(data: Any, schema: dict[str, Any]) -> str | None:
     """None when ``data`` fits ``schema``, else a short readable reason (for a re-ask)."""
     from jsonschema import Draft202012Validator

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from ..tools.imageops import luminance, resize_longest, to_rgb
-from .reward import image_statistics, structure_similarity
+from .metrics import METRICS, image_statistics, structure_similarity
 
 
 def measure(img: np.ndarray) -> dict[str, float]:
@@ -28,20 +28,16 @@ def measure(img: np.ndarray) -> dict[str, float]:
     return stats
 
 
-# metric -> (what it means, the smallest change that counts as "done")
-METRICS: dict[str, tuple[str, float]] = {
-    "mean_luma": ("brightness", 0.02), "rms_contrast": ("contrast", 0.01), "saturation": ("saturation", 0.01),
-    "warmth": ("warmth", 0.01), "colour_cast": ("colour cast", 0.01), "sharpness": ("sharpness", 0.005),
-    "noise_sigma": ("noise", 0.0005), "corner_ratio": ("corner-to-centre brightness", 0.02),
-}
+# what a rule critic checks a change of: the metrics with a smallest change that counts as "done"
+CHECKED = {name: m for name, m in METRICS.items() if m.min_change}
 
 
 def check(check: dict[str, Any], before: dict[str, float], after: dict[str, float],
           before_img: np.ndarray | None = None, after_img: np.ndarray | None = None) -> tuple[str, str, float]:
     """Answer one measurable question: (answer, explanation, achieved fraction of the wanted change)."""
     metric = check.get("metric")
-    if metric in METRICS:
-        label, min_delta = METRICS[metric]
+    if metric in CHECKED:
+        label, min_delta = CHECKED[metric].label, CHECKED[metric].min_change
         delta = after[metric] - before[metric]
         want = 1 if check.get("direction", "up") == "up" else -1
         done = delta * want

@@ -22,7 +22,7 @@ from . import schemas
 from .brain import Brain, BrainAnswer, BrainRequest
 from .records import (Candidate, Critique, Direction, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan,
                       Question, Subtask, Suggestion, ToolCall, check_chain)
-from .reward import image_statistics
+from .metrics import image_statistics
 from .trace import Trace
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -70,8 +70,9 @@ async def interruptible(call, should_stop: Callable[[], None] | None, poll_s: fl
             await asyncio.gather(task, return_exceptions=True)
 
 
-async def _ask(brain: Brain, request: BrainRequest, where: Where, action: str,
-               preview: np.ndarray | None = None) -> BrainAnswer:
+async def ask(brain: Brain, request: BrainRequest, where: Where, action: str,
+              preview: np.ndarray | None = None) -> BrainAnswer:
+    """Ask a brain for one role's answer (interruptible), recording it in the trace."""
     if where.should_stop:
         where.should_stop()
     start = time.perf_counter()
@@ -94,8 +95,8 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
     reflection = ""
     if previous is not None:
         reflection = prompt("reflection", own_plan=previous.summary(),
-                            own_feedback=_feedback_text(own_feedback), rival_plan=rival_plan.summary() if rival_plan else "(none)",
-                            rival_feedback=_feedback_text(rival_feedback))
+                            own_feedback=feedback_for_prompt(own_feedback), rival_plan=rival_plan.summary() if rival_plan else "(none)",
+                            rival_feedback=feedback_for_prompt(rival_feedback))
     tools = tools.runnable()  # a planner is never offered a model tool that cannot run here
     req = BrainRequest(
         role="planner", system=prompt("planner", tools=tools.planner_catalogue()),
@@ -106,7 +107,7 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
         check=_plan_problem,
         context={"request": request, "tools": tools.specs(), "stats": image_statistics(image), "previous": previous,
                  "own_feedback": own_feedback, "rival_plan": rival_plan, "rival_feedback": rival_feedback})
-    data = (await _ask(brain, req, where, "plan", preview=image)).data
+    data = (await ask(brain, req, where, "plan", preview=image)).data
     subtasks = [Subtask(index=i, goal=s["goal"], tool=s["tool"], rationale=s.get("rationale", ""),
                         depends_on=[d for d in s.get("depends_on", []) if d < i]) for i, s in enumerate(data["subtasks"])]
     return Plan(subtasks=subtasks, unsupported=list(data.get("unsupported", [])), notes=data.get("notes", ""))
@@ -123,7 +124,8 @@ def _plan_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _feedback_text(fb: Feedback | None) -> str:
+def feedback_for_prompt(fb: Feedback | None) -> str:
+    """Feedback as one line of a brain's prompt (the planner's reflection, the competitor's candidates)."""
     if fb is None:
         return "(none)"
     parts = [f"score {fb.score:.1f}/10"]
@@ -229,7 +231,7 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
         context={"goal": subtask.goal, "spec": spec, "helpers": helpers, "previous": main.params if main else None,
                  "feedback": feedback},
         check=lambda data: chain_problem(data, tools, subtask, any_tool))
-    answer = await _ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
+    answer = await ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
     chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
     try:
         check_steps(chain, tools, subtask, any_tool)
@@ -286,7 +288,7 @@ async def describe(brain: Brain, image: np.ndarray, where: Where) -> str:
     """A caption of the original (LLaVA's role in CCA), for a request that came without one."""
     req = BrainRequest(role="caption", system=prompt("caption"), text="Caption this photo.", schema=schemas.CAPTION,
                        images=[image], context={})
-    return str((await _ask(brain, req, where, "caption the original")).data["caption"]).strip()
+    return str((await ask(brain, req, where, "caption the original")).data["caption"]).strip()
 
 
 async def write_questions(brain: Brain, request: EditRequest, tools: ToolRegistry, image: np.ndarray,
@@ -302,7 +304,7 @@ async def write_questions(brain: Brain, request: EditRequest, tools: ToolRegistr
                  "input_size": image.shape[1::-1]},
         check=lambda data: next((f"question {i} is empty; write the question, or leave it out"
                                  for i, q in enumerate(data["questions"]) if not q["text"].strip()), None))
-    raw = (await _ask(brain, req, where, "write Yes/No questions for the request")).data["questions"]
+    raw = (await ask(brain, req, where, "write Yes/No questions for the request")).data["questions"]
     return [Question(text=q["text"], part=str(q.get("part") or "").strip(), check=q.get("check") or {}) for q in raw]
 
 
@@ -380,7 +382,7 @@ async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: 
         schema=schemas.ANSWERS, images=[before, after], context={"questions": asked},
         check=lambda data: None if len(data["answers"]) == len(asked) else (
             f"{len(data['answers'])} answers for {len(asked)} questions; answer every question once, in order"))
-    data = (await _ask(brain, a_req, where, "answer the questions on the edited image")).data
+    data = (await ask(brain, a_req, where, "answer the questions on the edited image")).data
     for q, a in zip(asked, data["answers"]):
         q.answer, q.explanation = a["answer"], a.get("explanation", "")
         q.direction = a.get("direction") if q.answer == "no" else None
@@ -482,7 +484,7 @@ async def critique(brain: Brain, expert: str, subtask: Subtask, before: np.ndarr
     req = BrainRequest(role="expert", system=prompt("expert", expert=expert, rubric=prompt(rubric)),
                        text=f"Subtask: {subtask.goal} (tool {subtask.tool})", schema=schemas.EXPERT,
                        images=[before, after], context={"expert": expert, "subtask": subtask})
-    data = (await _ask(brain, req, where, f"expert {expert} on subtask {subtask.index}")).data
+    data = (await ask(brain, req, where, f"expert {expert} on subtask {subtask.index}")).data
     return Critique(expert=expert, score=float(data["score"]), positive=data["positive"], negative=data["negative"],
                     subtask=subtask.index, judged=bool(data.get("judged", True)), direction=data.get("direction"))
 
@@ -520,7 +522,7 @@ async def aggregate(brain: Brain, critiques: list[Critique], where: Where) -> Fe
                                       + f"; positive: {c.positive or '-'}; negative: {c.negative or '-'}"
                                       for c in critiques),
                        schema=schemas.AGGREGATE, context={"critiques": critiques})
-    data = (await _ask(brain, req, where, f"aggregate {len(critiques)} critiques")).data
+    data = (await ask(brain, req, where, f"aggregate {len(critiques)} critiques")).data
     return Feedback(score=score, positive=data["positive"], negative=data["negative"], experts=list(critiques),
                     judged=judged, direction=direction_of(critiques))
 
@@ -534,11 +536,11 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
     schema = {**schemas.COMPETE, "properties": {**schemas.COMPETE["properties"],
                                                 "best": {"type": "integer", "minimum": 0, "maximum": len(candidates) - 1}}}
     req = BrainRequest(role="competitor", system=prompt("competitor"),
-                       text="\n".join(f"{i}. {c.agent} (round {c.round}): {c.plan.summary()}; {_feedback_text(c.feedback)}"
+                       text="\n".join(f"{i}. {c.agent} (round {c.round}): {c.plan.summary()}; {feedback_for_prompt(c.feedback)}"
                                       for i, c in enumerate(candidates)),
                        schema=schema, images=[c.image for c in candidates],
                        context={"candidates": rows, "min_score": min_score})
-    data = (await _ask(brain, req, where, f"pick the best of {len(candidates)} candidates")).data
+    data = (await ask(brain, req, where, f"pick the best of {len(candidates)} candidates")).data
     best, stop, reason = int(data["best"]), bool(data["stop"]), data.get("reason", "")
     missing = candidates[best].plan.unsupported
     if stop and missing:  # a request with a part no tool could do is not satisfied, whatever the brain says
@@ -548,43 +550,6 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
     return best, stop, reason
 
 
-# -- perceiver ----------------------------------------------------------------------------
-
-def _actions_problem(tools: ToolRegistry) -> Callable[[dict[str, Any]], str | None]:
-    def problem(data: dict[str, Any]) -> str | None:
-        for i, action in enumerate(data["actions"]):
-            try:
-                tools.get(action["tool"]).validate(action.get("params"))
-            except ToolCallError as err:
-                return f"action {i}: {err}"
-        return None
-    return problem
-
-
-async def perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int, where: Where, mood: str = "",
-                   tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> tuple[str, list[ToolCall]]:
-    """The scene the brain names and its validated actions (possibly none: a good photo needs nothing)."""
-    text = "Propose actions for this photo."
-    if memory:  # PhotoAgent's memory: what was executed and what came of it
-        text += "\nAlready executed (do not repeat what was reverted):\n" + "\n".join(f"- {m}" for m in memory)
-    req = BrainRequest(role="perceiver",
-                       system=prompt("perceiver", k=k, tools=tools.planner_catalogue(),
-                                     mood_text=f" toward the mood '{mood}'" if mood else ""),
-                       text=text, schema=schemas.perceive_schema(tools.specs(), k), check=_actions_problem(tools),
-                       images=[image], context={"stats": image_statistics(image), "tools": tools.specs(), "k": k,
-                                                "mood": mood, "tried": tried, "memory": memory})
-    data = (await _ask(brain, req, where, "propose actions")).data
-    calls = []
-    for action in data["actions"]:
-        try:
-            clean, _ = tools.get(action["tool"]).validate(action.get("params"))
-        except ToolCallError as err:
-            where.trace.add("perceiver", where.agent, f"dropped an invalid action: {err}", round=where.round)
-            continue
-        calls.append(ToolCall(action["tool"], clean, action.get("rationale", "")))
-    return str(data.get("scene", "")).strip(), calls
-
-
 __all__ = ["Where", "aesthetic_rater", "aggregate", "alike", "compete", "critique", "describe", "direction_of", "discriminate",
-           "earlier_attempt", "execute", "match_subtask", "perceive", "plan", "prompt", "route_questions", "run_chain",
+           "earlier_attempt", "execute", "match_subtask", "plan", "prompt", "route_questions", "run_chain",
            "sees_images", "subtask_feedback", "suggest_other_tools", "verdict", "write_questions"]

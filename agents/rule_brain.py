@@ -10,38 +10,42 @@ reported as unsupported, never faked.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
 from typing import Any
 
-from ..tools.spec import ToolSpec
+from ..tools.spec import Moves, ToolSpec
 from .brain import BrainAnswer, BrainError, BrainRequest
 from .measure import check as run_check
 from .measure import measure
-from .perceiver import RulePerceiver, guess_scene
+from .photoagent.perceiver import RulePerceiver, guess_scene
 from .records import EditRequest, Plan
-from .reward import ClassicReward, structure_similarity
+from .reward import ClassicReward
+from .metrics import METRICS, structure_similarity
 
 STEP = math.sqrt(2.0)  # feedback moves a strength by this factor: two "too weak" rounds double it (CFG 4 -> 8)
 LESS_WORDS = ("darker", "darken", "less", "reduce", "decrease", "lower", "cooler", "colder", "cool down", "desaturate",
               "muted", "softer", "dim", "weaker", "tone down", "remove")
 SPLIT = re.compile(r"\s*(?:[,;.]|\band then\b|\bthen\b|\band\b|\balso\b|\bplus\b)\s*", re.I)
 
-# tool -> (metric, direction when the goal asks for "more", whether the goal's wording may flip it)
-INTENTS: dict[str, tuple[str, str, bool]] = {
-    "exposure": ("mean_luma", "up", True), "brightness": ("mean_luma", "up", True), "gamma": ("mean_luma", "up", True),
-    "tone_curve": ("mean_luma", "up", True), "highlights_shadows": ("mean_luma", "up", True),
-    "contrast": ("rms_contrast", "up", True), "auto_levels": ("rms_contrast", "up", False),
-    "clahe": ("sharpness", "up", False), "saturation": ("saturation", "up", True), "vibrance": ("saturation", "up", True),
-    "temperature_tint": ("warmth", "up", True), "white_balance": ("colour_cast", "down", False),
-    "sepia": ("warmth", "up", False), "sharpen": ("sharpness", "up", True), "denoise": ("noise_sigma", "down", False),
-    "gaussian_blur": ("sharpness", "down", False), "vignette": ("corner_ratio", "down", True),
-}
-PHRASES = {"mean_luma": ("brighter", "darker"), "rms_contrast": ("higher in contrast", "lower in contrast"),
-           "saturation": ("more saturated", "less saturated"), "warmth": ("warmer", "cooler"),
-           "colour_cast": ("more tinted", "more neutral in colour"), "sharpness": ("sharper", "softer"),
-           "noise_sigma": ("noisier", "less noisy"), "corner_ratio": ("lighter at the corners", "darker at the corners")}
+
+@functools.lru_cache(maxsize=1)
+def built_in_moves() -> dict[str, Moves]:
+    """What each built-in tool moves, from its spec (the critics' context names tools, not specs)."""
+    from ..tools import default_registry
+
+    tools = default_registry()
+    return {name: tools.get(name).moves for name in tools.names() if tools.get(name).moves is not None}
+
+
+def moves_of(tool: str | ToolSpec) -> Moves | None:
+    if isinstance(tool, ToolSpec):
+        return tool.moves
+    return built_in_moves().get(tool)
+
+
 RESHAPING = {"crop", "crop_aspect", "rotate", "flip", "expand_canvas", "resize"}
 MOODS = {  # mood words -> (tool, params)
     ("warm", "cosy", "cozy", "golden", "sunny", "nostalgic"): ("temperature_tint", {"temperature": 0.3}),
@@ -82,13 +86,14 @@ def wants_less(text: str) -> bool:
 def intent_check(tool: str, goal: str, input_size: tuple[int, int] | None = None) -> dict[str, Any]:
     """The measurable effect a subtask asks for, or {} when a rule critic cannot measure it."""
     low = goal.lower()
-    if tool in INTENTS:
-        metric, direction, flips = INTENTS[tool]
+    moves = moves_of(tool)
+    if moves is not None:
+        direction = moves.direction
         if tool == "highlights_shadows" and "highlight" in low:
             direction = "down"
-        if flips and wants_less(goal):
+        if moves.follows_wording and wants_less(goal):
             direction = "down" if direction == "up" else "up"
-        return {"metric": metric, "direction": direction}
+        return {"metric": moves.metric, "direction": direction}
     if tool == "grayscale":
         return {"metric": "is_gray"}
     if tool == "crop_aspect":
@@ -107,8 +112,8 @@ def intent_check(tool: str, goal: str, input_size: tuple[int, int] | None = None
 
 def question_text(tool: str, goal: str, chk: dict[str, Any]) -> str:
     metric = chk.get("metric")
-    if metric in PHRASES:
-        more, less = PHRASES[metric]
+    if metric in METRICS and METRICS[metric].more:
+        more, less = METRICS[metric].more, METRICS[metric].less
         return f"Is the edited image {more if chk['direction'] == 'up' else less} than the original?"
     if metric == "is_gray":
         return "Is the edited image black and white?"
@@ -218,8 +223,7 @@ def initial_params(spec: ToolSpec, goal: str) -> dict[str, Any]:
     if any(p.name == "prompt" for p in spec.params) and not params.get("prompt"):
         target = inpaint_target(goal)
         params["prompt"] = target[1] if target else goal
-    flips = INTENTS.get(spec.name, ("", "", False))[2]
-    if flips and wants_less(goal):
+    if spec.moves is not None and spec.moves.follows_wording and wants_less(goal):
         for p in strengths:
             params[p.name] = p.neutral - (params[p.name] - p.neutral)
     return params
@@ -324,11 +328,11 @@ class RuleBrain:
         way (brightness -> exposure, gamma, ...)."""
         others = [t for t in tools if t.name != dropped and can_fill(t, clause, {t.name for t in tools})]
         by_words = cls._match_tool(clause, others)
-        if by_words is not None or dropped not in INTENTS:
+        moves = moves_of(dropped)
+        if by_words is not None or moves is None:
             return by_words
-        metric, _, _ = INTENTS[dropped]
-        return next((t for t in others if t.name in INTENTS and INTENTS[t.name][0] == metric
-                     and (INTENTS[t.name][2] or not wants_less(clause))), None)
+        return next((t for t in others if t.moves is not None and t.moves.metric == moves.metric
+                     and (t.moves.follows_wording or not wants_less(clause))), None)
 
     def _autonomous_plan(self, ctx: dict, tools: list[ToolSpec]) -> tuple[dict, list[str]]:
         actions = self._propose(ctx["stats"], [t.name for t in tools], 6, ctx["request"].mood, ())

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from skimage import data  # noqa: E402
 
-from edit_agents.agents.loops import CCASettings, Generator, run_cca  # noqa: E402
+from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca  # noqa: E402
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain  # noqa: E402
 from edit_agents.agents.records import EditRequest  # noqa: E402
 from edit_agents.agents.rule_brain import RuleBrain  # noqa: E402
@@ -65,7 +65,8 @@ def concurrency(latency: float) -> None:
         for label in ("cold (first call imports the SDK)", "warm"):
             server.seen.clear()
             t0 = time.perf_counter()
-            asyncio.run(run_cca(img, EditRequest("brighter with more contrast"), default_registry(), gens, brain, brain,
+            asyncio.run(run_cca(img, EditRequest("brighter with more contrast"), default_registry(),
+                                CCACast(gens, brain, brain),
                                 CCASettings(rounds=1)))
             wall = time.perf_counter() - t0
             calls = len(server.seen)
@@ -101,10 +102,10 @@ def multi_round_tasks(boldness: tuple[float, float] = (0.3, 0.5)) -> None:
     rows = []
     for photo, instruction in HARDER:
         img, req = as_image(getattr(data, photo)()), EditRequest(instruction)
-        early = asyncio.run(run_cca(img, req, tools, gens, rule, rule, CCASettings(rounds=5, early_stop=True)))
+        early = asyncio.run(run_cca(img, req, tools, CCACast(gens, rule, rule), CCASettings(rounds=5, early_stop=True)))
         if early.rounds == 1:
             continue  # nothing for early stopping to save
-        full = asyncio.run(run_cca(img, req, tools, gens, rule, rule, CCASettings(rounds=5, early_stop=False)))
+        full = asyncio.run(run_cca(img, req, tools, CCACast(gens, rule, rule), CCASettings(rounds=5, early_stop=False)))
         rows.append((photo, instruction, full.tool_calls, early.tool_calls, early.rounds, early.stopped_early))
     print(f"\nTasks that need more than one round: {len(rows)} of {len(HARDER)} requests of several parts, rule brain, "
           f"timid generators (boldness {boldness[0]} / {boldness[1]}), up to 5 rounds:")
@@ -126,7 +127,7 @@ def early_stopping(label: str, boldness: tuple[float, float]) -> None:
     for photo, instruction in TASKS:
         img = as_image(getattr(data, photo)())
         req = EditRequest(instruction)
-        res = {stop: asyncio.run(run_cca(img, req, tools, gens, rule, rule, CCASettings(rounds=5, early_stop=stop)))
+        res = {stop: asyncio.run(run_cca(img, req, tools, CCACast(gens, rule, rule), CCASettings(rounds=5, early_stop=stop)))
                for stop in (False, True)}
         rows.append((photo, instruction, res[False].tool_calls, res[True].tool_calls, res[True].rounds,
                      res[True].best.feedback.score, res[True].stopped_early))

@@ -11,13 +11,12 @@ import asyncio
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import aiohttp
 import numpy as np
 from PIL import Image
 
-from edit_agents.agents.loops import CCASettings, Generator, run_cca
+from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca
 from edit_agents.agents.records import EditRequest
 from edit_agents.agents.rule_brain import RuleBrain
 from edit_agents.cli.client import ComfyClient
@@ -39,8 +38,8 @@ def direct() -> float:
     times = []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
-        asyncio.run(run_cca(photo(), EditRequest(INSTRUCTION), tools, [Generator("g1", rule, rule), Generator("g2", rule, rule)],
-                            rule, rule, CCASettings(rounds=ROUNDS, early_stop=False)))
+        asyncio.run(run_cca(photo(), EditRequest(INSTRUCTION), tools,
+                            CCACast([Generator("g1", rule, rule), Generator("g2", rule, rule)], rule, rule), CCASettings(rounds=ROUNDS, early_stop=False)))
         times.append(time.perf_counter() - t0)
     print(f"  (direct runs: {[round(t, 3) for t in times]} s)")
     return statistics.median(times) / ROUNDS * 1000

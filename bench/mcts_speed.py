@@ -27,9 +27,10 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from photoset import DEFECTS, degrade, load  # noqa: E402
 
-from edit_agents.agents.mcts import MCTSSettings, apply_call, mcts_enhance, root_state  # noqa: E402
-from edit_agents.agents.perceiver import RulePerceiver
-from edit_agents.agents.reward import ClassicReward, image_statistics
+from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_enhance, root_state  # noqa: E402
+from edit_agents.agents.photoagent.perceiver import RulePerceiver
+from edit_agents.agents.reward import ClassicReward
+from edit_agents.agents.metrics import image_statistics
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import resize
 

@@ -8,7 +8,7 @@ Methods, at matched budgets of edits: a tool call on a search state (its small c
 full resolution counts as one edit; the same call on the search state's four native-resolution texture
 crops is part of that edit's evaluation and is not counted again:
   mcts        the shipped search (backup of the rollout's final value G(s_T), as in Algorithm 1)
-  greedy      one-step look-ahead (agents/enhance.py) with as many candidates per step as MCTS's budget allows
+  greedy      one-step look-ahead (agents/photoagent/enhance.py) with as many candidates per step as MCTS's budget allows
   random      random perceiver proposals from random states, the best-scoring kept, for MCTS's count of edits
   random-all  the same, for MCTS's count of every tool call, the crops' included (5 per search edit): the
               accounting of the benchmark's first runs, which gives random search several times the budget
@@ -38,10 +38,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from photoset import DEFECTS, EVALUATION, degrade, load  # noqa: E402
 
-from edit_agents.agents.enhance import EnhanceSettings, enhance  # noqa: E402
-from edit_agents.agents.mcts import MCTSSettings, mcts_enhance  # noqa: E402
-from edit_agents.agents.perceiver import RulePerceiver  # noqa: E402
-from edit_agents.agents.reward import Reward, image_statistics  # noqa: E402
+from edit_agents.agents.photoagent.enhance import EnhanceSettings, enhance  # noqa: E402
+from edit_agents.agents.photoagent.search import MCTSSettings, mcts_enhance  # noqa: E402
+from edit_agents.agents.photoagent.perceiver import RulePerceiver  # noqa: E402
+from edit_agents.agents.reward import Reward  # noqa: E402
+from edit_agents.agents.metrics import image_statistics  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402
 
 METHODS = ("mcts", "greedy", "random", "random-all")

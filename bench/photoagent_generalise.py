@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defects
-from edit_agents.agents.mcts import mcts_enhance
+from edit_agents.agents.photoagent.search import mcts_enhance
 from edit_agents.agents.reward import FittedReward, Reward
 from edit_agents.tools import default_registry
 from photoagent_fidelity import (
@@ -71,7 +71,7 @@ def mcts_tools_and_reward(family: str):
     or "clean"): the hook for leave-one-family-out. With --lofo-rewards DIR the reward is the fit made without
     that family (DIR/<family>.json, written by scripts/fit_reward.py --lofo --lofo-dir DIR); a combination or a
     clean photo gets the shipped fit, which saw every family. The perceiver is the default one (None): its
-    thresholds are set on clean photos only (agents/perceiver.py), no family is fitted into it."""
+    thresholds are set on clean photos only (agents/photoagent/perceiver.py), no family is fitted into it."""
     reward = Reward()
     path = Path(LOFO_REWARDS) / f"{family}.json" if LOFO_REWARDS else None
     if path is not None and path.exists():

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defects  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 
-from edit_agents.agents.reward import global_statistics  # noqa: E402
+from edit_agents.agents.metrics import global_statistics  # noqa: E402
 
 CLEAN = EVALUATION + CALIBRATION + ("retina", "I03", "I19")
 DARKER = ("gain-linear", "gamma-dark", "curve-dark", "crushed-blacks", "compressed-highlights")

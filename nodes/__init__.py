@@ -9,7 +9,8 @@ from comfy_api.latest import ComfyExtension, io
 from ..tools.backends import missing
 
 LOG = logging.getLogger("edit_agents")
-NODE_MODULES = ("brain", "toolbox", "roles", "loop_nodes", "apply_tools", "graph_tools", "cca_graph", "closed_loop_graph", "reward", "photoagent", "mcts_node", "trace_view")
+NODE_MODULES = ("brain", "toolbox", "roles", "cca", "imagagent", "photoagent", "reward", "apply_tools", "graph_tools",
+                "trace_view")
 
 
 def load_nodes() -> list[type[io.ComfyNode]]:

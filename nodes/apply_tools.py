@@ -12,10 +12,10 @@ from ..agents.trace import Trace
 from ..tools import ToolCallError, default_registry
 from .common import node_id, stream
 from .convert import arrays_to_image_batch, image_batch_to_arrays
-from .types import CATEGORY, PREFIX, TOOLBOX, TRACE
+from . import host
+from .types import CATEGORY, RESUME, TOOLBOX, TRACE
 
 EXAMPLE = '[{"tool": "exposure", "params": {"stops": 0.5}}, {"tool": "contrast", "params": {"amount": 0.2}}]'
-RESUME = io.Custom(PREFIX + "RESUME")
 
 
 class ApplyTools(io.ComfyNode):
@@ -46,11 +46,9 @@ class ApplyTools(io.ComfyNode):
 
     @classmethod
     def execute(cls, image, chain: str, toolbox=None, resume=None) -> io.NodeOutput:
-        import comfy.model_management
         import torch
-        from comfy_execution.graph_utils import GraphBuilder
 
-        graph = GraphBuilder()  # for graph-tool steps: the sub-graph and this node's continuation
+        graph = host.graph_builder()  # for graph-tool steps: the sub-graph and this node's continuation
         tools = toolbox if toolbox is not None else default_registry().subset(categories=["classic"])
         calls = _parse(chain)
         graph_steps = [n for n, c in enumerate(calls) if c.tool in tools and tools.get(c.tool).category == "graph"]
@@ -73,7 +71,7 @@ class ApplyTools(io.ComfyNode):
                     last_image = out
             for n in range(start, len(calls)):
                 call = calls[n]
-                comfy.model_management.throw_exception_if_processing_interrupted()
+                host.raise_if_interrupted()
                 src = img if call.source == "input" else outputs[int(call.source.split(":")[1])]
                 agent = f"apply[{i}]" if len(batch) > 1 else "apply"
                 if n in graph_steps:

@@ -4,11 +4,15 @@ from __future__ import annotations
 import numpy as np
 from comfy_api.latest import io
 
+from ..agents.loop import Executed
+from ..agents.records import EditRequest
 from ..agents.roles import Where
 from ..agents.rule_brain import RuleBrain
 from ..agents.trace import Trace
 from ..tools import default_registry
+from . import host
 from .convert import image_batch_to_arrays
+from .types import BRAIN
 
 RERUN_TIP = ("Run again on every queue even when nothing changed (for brains that sample: an LLM may answer "
              "differently). Off: identical inputs reuse the cached result.")
@@ -60,9 +64,7 @@ def continue_trace(trace: Trace | None, title: str) -> Trace:
 
 
 def where(trace: Trace, agent: str, **kw) -> Where:
-    import comfy.model_management
-
-    return Where(trace, agent, should_stop=comfy.model_management.throw_exception_if_processing_interrupted, **kw)
+    return Where(trace, agent, should_stop=host.stop_check(), **kw)
 
 
 TRACE_EVENT = "edit_agents.trace_step"  # websocket event the web extension listens for
@@ -73,12 +75,8 @@ def step_sender(title: str, node: str | None):
     and node it belongs to) and shows it as the node's progress text."""
     from dataclasses import asdict
 
-    from comfy_execution.utils import get_executing_context
-    from server import PromptServer
-
-    server = PromptServer.instance
-    ctx = get_executing_context()
-    prompt_id = ctx.prompt_id if ctx is not None else None
+    server = host.prompt_server()
+    prompt_id, _ = host.executing()
 
     def send(step) -> None:
         data = {"prompt_id": prompt_id, "node": node, "title": title, "step": asdict(step)}
@@ -95,10 +93,7 @@ def stream(trace: Trace, node: str | None, replay: bool = True) -> Trace:
 
 
 def node_id() -> str | None:
-    from comfy_execution.utils import get_executing_context
-
-    ctx = get_executing_context()
-    return ctx.node_id if ctx is not None else None
+    return host.executing()[1]
 
 
 def run_per_image(image, max_steps: int, title: str, run):
@@ -106,16 +101,13 @@ def run_per_image(image, max_steps: int, title: str, run):
 
     ``run(array, should_stop, on_step, agent, listener)`` returns a result with ``image``, ``steps`` and
     ``trace``; its steps stream to the browser as they are made. Returns (final images, step images, trace)."""
-    import comfy.model_management
-    import comfy.utils
-
     arrays = image_batch_to_arrays(image)
     total = len(arrays) * max_steps
-    bar = comfy.utils.ProgressBar(total)
+    bar = host.progress_bar(total)
     finals, steps, traces = [], [], []
     send = step_sender(title, node_id())
     for i, arr in enumerate(arrays):
-        result = run(arr, comfy.model_management.throw_exception_if_processing_interrupted,
+        result = run(arr, host.stop_check(),
                      lambda step, _total, _text, i=i: bar.update_absolute(i * max_steps + step, total),
                      "photoagent" if len(arrays) == 1 else f"photoagent[{i}]", send)
         finals.append(result.image)
@@ -125,3 +117,44 @@ def run_per_image(image, max_steps: int, title: str, run):
     trace = traces[0] if len(traces) == 1 else Trace.merge(traces, title=f"{title} (batch)")
     trace.listener = None  # it stays with the result (ComfyUI caches outputs); the browser has every step
     return finals, steps, trace
+
+
+# -- what the loop nodes (CCA, IMAGAgent) share -----------------------------------------------------
+
+RESUME_TIP = "Internal: set when this node expands a clone of itself for the next round; leave unconnected."
+KEEP_BEST_TIP = ("When a brain fails mid-loop (the endpoint died, kept timing out, ...): off (default) fails the run "
+                 "with the error; on ends the loop with the best result so far and the error in the trace "
+                 "(the run still fails if nothing was done yet).")
+
+
+def request_of(node: str, instruction: str, caption: str = "") -> EditRequest:
+    """The loop's request, or an error that names the node."""
+    try:
+        return EditRequest(instruction=instruction, caption=caption)
+    except ValueError as err:
+        raise ValueError(f"{node}: {err}") from None
+
+
+def keep_best_input() -> io.Input:
+    return io.Boolean.Input("keep_best_on_brain_error", default=False, optional=True, tooltip=KEEP_BEST_TIP)
+
+
+def role_brain_input(name: str, what: str) -> io.Input:
+    return BRAIN.Input(name, optional=True, tooltip=f"Brain of the {what} (default: the planner brain, else the rule brain).")
+
+
+def continue_as_clone(graph, node_type: str, tag: str, inputs: dict, resume: dict) -> io.NodeOutput:
+    """The next round or subtask as a clone of this node (ComfyUI node expansion), its four outputs passed on."""
+    nxt = graph.node(node_type, id=tag, resume=resume, **present(**inputs))
+    return io.NodeOutput(nxt.out(0), nxt.out(1), nxt.out(2), nxt.out(3), expand=graph.finalize())
+
+
+def uses_graph_tools(tools) -> bool:
+    """Whether the chosen toolbox offers a graph tool (then a loop runs its execute steps as Executor nodes, which
+    can expand it); graph tools wired to the Toolbox but left out of its selection do not count."""
+    return any(tools.get(name).category == "graph" for name in tools.names())
+
+
+def executed_of(handoff) -> Executed:
+    """What an Executor node inside a loop produced, as the loop's flow takes it."""
+    return Executed(handoff.chains, handoff.image, handoff.failed, handoff.error or None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from comfy_api.latest import io
 
 from ..agents.reward import PRESETS, Reward as RewardEnsemble, RewardConfig, preset_weights
+from ..agents.brain import vision_of
 from ..tools.scorers import learned_scorers
 from .runtime import FIRST_AVAILABLE, comfy_runtime, model_choices
 from .types import BRAIN, CATEGORY, REWARD
@@ -84,7 +85,7 @@ class Reward(io.ComfyNode):
         # an API prompt saved before presets existed has no preset: its weights are honoured (custom)
         chosen = {name: weights.get(name, _custom_default(name)) for name in ORDER + LATER} if preset == "custom" else None
         config = RewardConfig(weights=chosen, preset=preset, preservation=preservation, mood=mood.strip())
-        return io.NodeOutput(RewardEnsemble(config, learned_scorers(runtime, vision_brain)))
+        return io.NodeOutput(RewardEnsemble(config, learned_scorers(runtime, vision_of(vision_brain))))
 
 
 NODES = [Reward]

@@ -1,4 +1,4 @@
-"""Role nodes: Planner, Executor, Critic, Aggregator, Perceiver — chainable by hand on the canvas.
+"""Role nodes: Planner, Executor, Critic, Aggregator — chainable by hand on the canvas (the Perceiver is PhotoAgent's).
 
 PLAN and FEEDBACK sockets carry a Handoff (request, plan, chains, edited image, feedback), so a
 Critic's or Aggregator's FEEDBACK plugs into the next round's Planner and Executor.
@@ -11,13 +11,13 @@ from comfy_api.latest import io
 
 from ..agents import roles
 from ..agents.brain import BrainError, close_brains
-from ..agents.loops import attempt_error
-from ..agents.records import Critique, EditRequest, Feedback, Handoff, Plan, Subtask, ToolCall
+from ..agents.loop import attempt_error
+from ..agents.records import Critique, EditRequest, Feedback, Handoff
 from .common import (Rerunnable, brain_or_rule, continue_trace, one_image, present, rerun_input, tools_or_classic,
                      where)
 from .convert import arrays_to_image_batch
-from .apply_tools import RESUME
-from .types import BRAIN, CATEGORY, FEEDBACK, PLAN, TOOLBOX, TRACE
+from . import host
+from .types import BRAIN, CATEGORY, FEEDBACK, PLAN, RESUME, TOOLBOX, TRACE
 
 MODES = ["instructed", "autonomous", "mood"]
 EXPERTS = ["intent", "quality", "fidelity"]
@@ -105,9 +105,7 @@ class Executor(Rerunnable, io.ComfyNode):
     @classmethod
     async def execute(cls, image, plan, rerun_every_time, brain=None, toolbox=None, feedback=None, trace=None,
                       resume=None) -> io.NodeOutput:
-        from comfy_execution.graph_utils import GraphBuilder
-
-        graph = GraphBuilder()  # before the first await: graph tools expand into ComfyUI nodes
+        graph = host.graph_builder()  # before the first await: graph tools expand into ComfyUI nodes
         b, tools = brain_or_rule(brain), tools_or_classic(toolbox)
         if resume is not None:  # a graph tool just ran: its result is the image input
             tr, chains, start = resume["trace"], resume["chains"], resume["at"] + 1
@@ -212,7 +210,7 @@ class Critic(Rerunnable, io.ComfyNode):
         finally:
             await close_brains(b)
         out = Handoff(plan.request, plan.plan, plan.chains, plan.image, fb, plan.agent, plan.round, questions=asked)
-        return io.NodeOutput(out, tr, ui={"text": [_feedback_text(fb)]})
+        return io.NodeOutput(out, tr, ui={"text": [feedback_panel_text(fb)]})
 
 
 def _questions_of(feedback: Handoff | None, rival: Handoff | None, request: EditRequest):
@@ -232,7 +230,8 @@ def _merge_critiques(crits: list[Critique]) -> Feedback:
                     experts=list(crits), judged=judged)
 
 
-def _feedback_text(fb: Feedback) -> str:
+def feedback_panel_text(fb: Feedback) -> str:
+    """Feedback as the lines a Critic or Aggregator node shows on the canvas: every answer and expert."""
     lines = [f"score {fb.score:.1f}/10"]
     lines += [f"{q.answer:>7}: {q.text} ({q.explanation})" for q in fb.questions]
     lines += [f"suggestion: {s.text}" for s in fb.suggestions]
@@ -295,41 +294,7 @@ class Aggregator(Rerunnable, io.ComfyNode):
             await close_brains(b)
         image = arrays_to_image_batch([out.image]) if out.image is not None else None
         return io.NodeOutput(out, accepted, image, tr,
-                             ui={"text": [f"{'accepted' if accepted else 'not accepted'}: {_feedback_text(out.feedback)}"]})
+                             ui={"text": [f"{'accepted' if accepted else 'not accepted'}: {feedback_panel_text(out.feedback)}"]})
 
 
-class Perceiver(Rerunnable, io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="EditAgentsPerceiver", display_name="Perceiver", category=CATEGORY,
-            description="Looks at the photo and proposes K atomic editing actions (PhotoAgent): autonomous, or toward "
-                        "mood words. The rule brain proposes from image statistics; a VLM brain from what it sees.",
-            inputs=[
-                io.Image.Input("image", tooltip="The photo."),
-                io.Int.Input("k", default=4, min=1, max=16, tooltip="How many actions to propose."),
-                io.String.Input("mood", default="", tooltip="Mood words (empty: just make it better)."),
-                _brain_in(what="the perceiver"),
-                TOOLBOX.Input("toolbox", optional=True, tooltip="Tools it may propose (default: classic tools)."),
-                _trace_in(), rerun_input(),
-            ],
-            outputs=[PLAN.Output(display_name="plan", tooltip="The proposed actions as a plan (the Executor runs them as proposed)."),
-                     TRACE.Output(display_name="trace", tooltip="What this node decided, step by step: connect a Trace View or the next role node.")],
-        )
-
-    @classmethod
-    async def execute(cls, image, k, mood, rerun_every_time, brain=None, toolbox=None, trace=None) -> io.NodeOutput:
-        img, b, tools = one_image(image, "Perceiver"), brain_or_rule(brain), tools_or_classic(toolbox)
-        tr = continue_trace(trace, "Perceiver")
-        try:
-            scene, actions = await roles.perceive(b, img, tools, k, where(tr, "perceiver"), mood=mood)
-        finally:
-            await close_brains(b)
-        subtasks = [Subtask(i, a.rationale or a.label(), a.tool, a.rationale, [i - 1] if i else []) for i, a in enumerate(actions)]
-        request = EditRequest(instruction="", mode="mood" if mood else "autonomous", mood=mood)
-        plan = Handoff(request, Plan(subtasks), [[ToolCall(a.tool, a.params, a.rationale)] for a in actions])
-        text = "\n".join(a.label() for a in actions) or "(nothing to propose: no clear defect)"
-        return io.NodeOutput(plan, tr, ui={"text": [f"scene: {scene or 'unknown'}\n{text}"]})
-
-
-NODES = [Planner, Executor, Critic, Aggregator, Perceiver]
+NODES = [Planner, Executor, Critic, Aggregator]

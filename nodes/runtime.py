@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..agents.brain import vision_of
 from ..agents.local_brain import FOLDER as LLM_FOLDER
 from ..agents.local_brain import model_entries
 from ..tools.models import MODEL_KINDS, ToolRuntime
@@ -109,5 +110,7 @@ class ComfyDeviceManager:
 
 
 def comfy_runtime(choices: dict[str, str], brain=None, extras: dict | None = None) -> ToolRuntime:
+    """The tools' runtime inside ComfyUI: the user's model choices, ComfyUI's model management, and ``brain`` lent
+    to the VLM tools."""
     picked = {k: v for k, v in choices.items() if v and v != FIRST_AVAILABLE}
-    return ToolRuntime(model_dirs(), picked, manager=ComfyDeviceManager(), brain=brain, extras=extras)
+    return ToolRuntime(model_dirs(), picked, manager=ComfyDeviceManager(), vision=vision_of(brain), extras=extras)

@@ -13,6 +13,7 @@ PLAN = io.Custom(PREFIX + "PLAN")
 FEEDBACK = io.Custom(PREFIX + "FEEDBACK")
 TRACE = io.Custom(PREFIX + "TRACE")
 REWARD = io.Custom(PREFIX + "REWARD")
+RESUME = io.Custom(PREFIX + "RESUME")  # a loop's state, carried to the clone of a node it expands; never wired by hand
 
 CATEGORY = "Edit Agents"
 

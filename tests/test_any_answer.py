@@ -18,8 +18,10 @@ from hypothesis_jsonschema import from_schema
 
 from edit_agents.agents import roles, schemas
 from edit_agents.agents.brain import BrainError
-from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, LoopFailed, run_cca,
-                                      run_closed_loop)
+from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca
+from edit_agents.agents.photoagent.perceiver import brain_perceive
+from edit_agents.agents.imagagent import ClosedLoopSettings, IMAGAgentCast, run_closed_loop
+from edit_agents.agents.loop import LoopFailed
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.records import Candidate, Critique, EditRequest, Feedback, Plan, Question, Subtask
 from edit_agents.agents.roles import Where
@@ -138,7 +140,7 @@ def test_competitor(llm, answer):
 @given(answer=from_schema(schemas.perceive_schema(TOOLS.specs(), 4)))
 def test_perceiver(llm, answer):
     served(llm, answer)
-    got = outcome("perceiver", roles.perceive(brain(llm), IMG, TOOLS, 4, where()))
+    got = outcome("perceiver", brain_perceive(brain(llm), IMG, TOOLS, 4, where()))
     if isinstance(got, tuple):
         scene, actions = got
         assert len(actions) <= 4 and all(a.tool in TOOLS.names() for a in actions)
@@ -187,7 +189,7 @@ LOOPS = settings(max_examples=40, deadline=None, derandomize=True,
 @given(data=st.data())
 def test_the_closed_loop_meets_any_answer(llm, data):
     b = DrawingEndpoint(llm, data)
-    loop_outcome(run_closed_loop(IMG, EditRequest("warmer and sharper"), TOOLS, b, b, [b], b,
+    loop_outcome(run_closed_loop(IMG, EditRequest("warmer and sharper"), TOOLS, IMAGAgentCast(b, b, [b], b),
                                  ClosedLoopSettings(max_attempts=2)))
 
 
@@ -196,13 +198,13 @@ def test_the_closed_loop_meets_any_answer(llm, data):
 def test_cca_meets_any_answer(llm, data):
     b = DrawingEndpoint(llm, data)
     loop_outcome(run_cca(IMG, EditRequest("warmer and sharper", caption="noise"), TOOLS,
-                         [Generator("g1", b, b), Generator("g2", b, b)], b, b, CCASettings(rounds=2)))
+                         CCACast([Generator("g1", b, b), Generator("g2", b, b)], b, b), CCASettings(rounds=2)))
 
 
 def hostile(seen):
     """Schema-valid answers that are wrong, once per role, then sensible ones: what a real model sends."""
     again = len(seen.body["messages"]) > 2
-    role, goal = seen.role, seen.user_text().split("\n", 1)[0]
+    role = seen.role
     if role == "planner":
         return Reply({"subtasks": [{"goal": "warm it", "tool": "temperature_tint", "depends_on": [] if again else [3]}]})
     if role == "executor":

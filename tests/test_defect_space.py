@@ -9,8 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from defects import FAMILIES, GROUPS, families, family_of_parts, make  # noqa: E402
 
-from edit_agents.agents.perceiver import RulePerceiver  # noqa: E402
-from edit_agents.agents.reward import image_statistics, texture_crops  # noqa: E402
+from edit_agents.agents.photoagent.perceiver import RulePerceiver  # noqa: E402
+from edit_agents.agents.metrics import image_statistics, texture_crops  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402
 from edit_agents.tools.imageops import resize_longest  # noqa: E402
 
@@ -72,7 +72,7 @@ def test_motion_blur_gets_a_deconvolution_with_the_measured_kernel(photos):
 
 
 def test_the_reward_sees_a_jpeg_grid_and_the_search_removes_it_without_sharpening_it_back(photos):
-    from edit_agents.agents.mcts import mcts_enhance
+    from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward, RewardConfig
 
     img = np.ascontiguousarray(resize_longest(photos["chelsea"], 384))
@@ -130,7 +130,7 @@ def test_levels_pulls_a_lifted_black_point_back_and_keeps_greys_grey(clean):
 
 
 def test_the_veil_is_low_on_clean_photos_and_reads_a_fade(photos):
-    from edit_agents.agents.reward import VEIL_LIMIT
+    from edit_agents.agents.metrics import VEIL_LIMIT
 
     scenes = [np.ascontiguousarray(resize_longest(photos[n], 256)) for n in ("astronaut", "chelsea", "coffee", "rocket", "camera")]
     scenes += [iqa_photo(n) for n in ("I03", "I04", "I06", "I08", "I19")]
@@ -166,7 +166,7 @@ def test_a_veiled_photo_scores_below_its_original(photos, family):
 
 
 def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_it(photos):
-    from edit_agents.agents.mcts import mcts_enhance
+    from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward
     from skimage.metrics import structural_similarity
 
@@ -188,8 +188,9 @@ def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_it(photos
 # --- colour noise ---------------------------------------------------------------------------------------------
 
 def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(photos):
-    from edit_agents.agents.mcts import mcts_enhance
-    from edit_agents.agents.reward import CHROMA_NOISE_LIMIT, Reward
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.metrics import CHROMA_NOISE_LIMIT
     from edit_agents.tools.imageops import luminance
     from skimage.metrics import structural_similarity
 
@@ -212,7 +213,7 @@ def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(pho
 
 
 def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
-    from edit_agents.agents.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL
+    from edit_agents.agents.photoagent.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL
 
     tools = default_registry()
     for name in ("astronaut", "coffee", "chelsea"):  # astronaut is the most colourful of them, 0.23

@@ -3,8 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from edit_agents.agents.enhance import EnhanceSettings, Interrupted, enhance
-from edit_agents.agents.reward import ClassicReward, RewardConfig, fitted_reward, normalise, image_statistics, structure_similarity
+from edit_agents.agents.photoagent.enhance import EnhanceSettings, Interrupted, enhance
+from edit_agents.agents.reward import ClassicReward, RewardConfig, fitted_reward, normalise
+from edit_agents.agents.metrics import image_statistics, structure_similarity
 from edit_agents.agents.trace import Trace
 from edit_agents.tools import default_registry
 

@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import photoagent_generalise as bench
-from edit_agents.agents.perceiver import RulePerceiver
+from edit_agents.agents.photoagent.perceiver import RulePerceiver
 from edit_agents.agents.reward import Reward
 from edit_agents.tools import default_registry
 

@@ -12,6 +12,7 @@ from edit_agents.agents.reward import COMPONENTS, Reward, RewardConfig, preset_w
 BOTH = {k: max(preset_weights("offline")[k], preset_weights("paper")[k]) for k in COMPONENTS}
 from edit_agents.agents.rule_brain import RuleBrain
 from edit_agents.tools.models import ToolRuntime
+from edit_agents.agents.brain import vision_of
 from edit_agents.tools.scorers import VLMScorer, learned_scorers, load_aesthetic_head
 from llm_server import Reply
 from tiny_models import build_aesthetic_head, build_clip
@@ -97,7 +98,7 @@ def test_vlm_rating_through_a_brain_is_validated_and_cached(llm, photos):
     # the first answer is out of range (15 of 10): the brain re-asks, quoting the error
     llm.reset(Reply({"score": 15}), Reply({"score": 7, "reason": "good light, slightly soft"}),
               Reply({"score": 4, "reason": "dark"}))
-    scorer = VLMScorer(vlm_brain(llm))
+    scorer = VLMScorer(vision_of(vlm_brain(llm)))
     assert scorer.unavailable() is None
     reward = Reward(RewardConfig(preset="paper"), {"vlm": scorer})
     a = reward.score(photos["chelsea"])
@@ -111,5 +112,5 @@ def test_vlm_rating_through_a_brain_is_validated_and_cached(llm, photos):
 
 
 def test_vlm_rating_needs_a_seeing_brain():
-    assert "cannot see" in VLMScorer(RuleBrain()).unavailable()
+    assert "cannot see" in VLMScorer(vision_of(RuleBrain())).unavailable()
     assert Reward(RewardConfig(weights=BOTH), {"vlm": VLMScorer(None)}).skipped["vlm"] == "no vision brain connected"

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, LoopFailed, run_cca,
-                                     run_closed_loop)
+from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca
+from edit_agents.agents.imagagent import ClosedLoopSettings, IMAGAgentCast, run_closed_loop
+from edit_agents.agents.loop import LoopFailed
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.records import EditRequest
 from edit_agents.agents.rule_brain import RuleBrain
@@ -52,7 +53,7 @@ def test_cca_follows_the_endpoint_and_generators_overlap(llm, photos):
     b = brain(llm)
     gens = [Generator("generator-1", b, b), Generator("generator-2", b, b)]
     result = asyncio.run(run_cca(photos["coffee"], EditRequest("warmer and punchier", caption="a cup of coffee"),
-                                 TOOLS, gens, b, b, CCASettings(rounds=5)))
+                                 TOOLS, CCACast(gens, b, b), CCASettings(rounds=5)))
     assert result.rounds == 1 and result.stopped_early  # the scripted competitor said stop
     assert result.best.agent == "generator-2"  # ...and picked candidate 1
     assert [c[0].params for c in result.best.chains] == [{"temperature": 0.45, "tint": 0.0}, {"amount": 0.33}]
@@ -84,7 +85,7 @@ def test_cca_questions_are_written_once_and_feedback_follows_the_subtask_when_th
     llm.reset(responder=responder)
     b = brain(llm)
     gens = [Generator("generator-1", b, b), Generator("generator-2", b, b)]
-    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch"), TOOLS, gens, b, b,
+    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch"), TOOLS, CCACast(gens, b, b),
                                  CCASettings(rounds=2)))
     assert result.rounds == 2
     roles_seen = [s.role for s in llm.seen]
@@ -106,7 +107,8 @@ def test_closed_loop_follows_the_endpoint_and_experts_overlap(llm, photos):
     llm.reset(responder=respond, latency=0.15)
     experts = [brain(llm), brain(llm), brain(llm)]  # each expert its own brain, as IMAGAgent mixes providers
     b = brain(llm)
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer and punchier"), TOOLS, b, b, experts, b,
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer and punchier"), TOOLS,
+                                         IMAGAgentCast(b, b, experts, b),
                                          ClosedLoopSettings()))
     assert [s.tool for s in result.plan.subtasks] == ["temperature_tint", "contrast"]
     assert result.accepted == [True, True] and len(result.attempts) == 2
@@ -130,7 +132,7 @@ def test_closed_loop_retries_on_low_scores_with_the_feedback(llm, photos):
         return respond(seen)
     llm.reset(responder=low_then_high)
     b = brain(llm)
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, b, b, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(b, b, [b], b)))
     assert len(result.attempts) == 2 and result.accepted == [True]
     assert [a.score for a in result.attempts] == [3.0, 9.0]  # S is the experts' mean, computed in code
     second_executor = [s for s in llm.seen if s.role == "executor"][1]
@@ -159,7 +161,7 @@ def test_the_verdict_is_the_experts_mean_whatever_the_aggregator_says_and_an_unj
         return Reply({"positive": "clean", "negative": ""})
     llm.reset(responder=responder)
     b = brain(llm)
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("cinematic"), TOOLS, b, b, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("cinematic"), TOOLS, IMAGAgentCast(b, b, [b], b)))
     assert result.accepted == [False] and result.unjudged == [0] and len(result.attempts) == 1
     assert result.attempts[0].score == 9.0  # quality and fidelity's mean; the unjudged intent is not counted
     assert any("unjudged" in s.action for s in result.trace.steps if s.role == "loop")
@@ -194,7 +196,7 @@ def test_negative_feedback_becomes_the_negative_prompt_of_the_next_attempt(llm, 
         return Reply({"positive": "", "negative": "halo; extra sun" if "score 3.0" in seen.user_text() else ""})
     llm.reset(responder=responder)
     b = brain(llm)
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("a sunset sky"), tools, b, b, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("a sunset sky"), tools, IMAGAgentCast(b, b, [b], b)))
     assert len(result.attempts) == 2 and result.accepted == [True]
     assert painted == ["blurry", "blurry, halo, extra sun"]  # the executor's own negatives kept, the feedback added
     assert any("negative prompt" in s.action for s in result.trace.steps if s.role == "executor")
@@ -205,7 +207,8 @@ def test_the_key_never_enters_the_trace(llm, photos, monkeypatch):
     monkeypatch.setenv("EDIT_AGENTS_TRACE_KEY", secret)
     llm.reset(responder=respond)
     b = OpenAIBrain(BrainConfig(provider="custom", base_url=llm.url, model="m", api_key_env="EDIT_AGENTS_TRACE_KEY"))
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer and punchier"), TOOLS, b, b, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer and punchier"), TOOLS,
+                                         IMAGAgentCast(b, b, [b], b)))
     assert llm.seen and all(s.headers["Authorization"] == f"Bearer {secret}" for s in llm.seen)
     assert secret not in result.trace.to_json()
 
@@ -227,7 +230,7 @@ def test_the_orchestrator_may_switch_tools_on_a_retry_but_a_cca_executor_may_not
         return respond(seen)
     llm.reset(responder=responder)
     b = brain(llm)
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), TOOLS, b, b, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), TOOLS, IMAGAgentCast(b, b, [b], b)))
     assert [a.chain[0].tool for a in result.attempts] == ["brightness", "exposure"] and result.accepted == [True]
     executors = [s for s in llm.seen if s.role == "executor"]
     assert "exposure" in str(executors[1].body)  # offered in the schema, with the catalogue of other tools
@@ -239,7 +242,7 @@ def test_the_orchestrator_may_switch_tools_on_a_retry_but_a_cca_executor_may_not
     llm.reset(responder=cca_responder)
     b = brain(llm)
     with pytest.raises(LoopFailed, match="CCA edited nothing.*gave no valid executor answer"):
-        asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), TOOLS, [Generator("g", b, b)], b, b,
+        asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), TOOLS, CCACast([Generator("g", b, b)], b, b),
                             CCASettings(rounds=1)))
 
 
@@ -254,13 +257,13 @@ def test_feedback_reaches_the_executor_typed_not_as_prose(llm, photos):
         return respond(seen)
     llm.reset(responder=responder)
     b, rule = brain(llm), RuleBrain()
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, rule, rule, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(rule, rule, [b], b)))
     temps = [a.chain[0].params["temperature"] for a in result.attempts]
     assert len(temps) == 2 and temps[0] > 0 and temps[1] == pytest.approx(-temps[0])  # reversed, as told
     assert result.accepted == [True]
 
     llm.reset(responder=responder)
-    asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, b, b, [b], b))
+    asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(b, b, [b], b)))
     second = [s for s in llm.seen if s.role == "executor"][1].user_text()
     assert "Feedback on the previous attempt: reverse (it went the wrong way: reverse it); score 2.0/10" in second
     assert "score 2.0/10; note: nice" in second  # the aggregator's merged text rides along
@@ -285,7 +288,7 @@ def test_schema_valid_but_wrong_answers_are_re_asked_with_the_problem_quoted(llm
     llm.reset(responder=responder)
     b = brain(llm)
     result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch", caption="a cat"), TOOLS,
-                                 [Generator("g", b, b)], b, b, CCASettings(rounds=1)))
+                                 CCACast([Generator("g", b, b)], b, b), CCASettings(rounds=1)))
     assert result.best.chains[0][0].source == "input"  # the re-asked, corrected chain ran
     problems = {s.role: s.body["messages"][-1]["content"] for s in llm.seen if len(s.body["messages"]) > 2}
     assert "depends_on [0], but a subtask can depend only on earlier ones" in problems["planner"]
@@ -314,7 +317,7 @@ def test_a_failure_inside_a_loop_is_a_failed_attempt_not_a_failed_run(llm, photo
         return respond(seen)
     llm.reset(responder=responder)
     b = brain(llm)
-    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), tools, b, b, [b], b))
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), tools, IMAGAgentCast(b, b, [b], b)))
     assert [a.chain[0].tool for a in result.attempts] == ["instruct_pix2pix", "exposure"]  # the failed chain is kept
     assert "instruct-pix2pix" in result.attempts[0].feedback.error and result.accepted == [True]
     assert result.image.mean() > photos["chelsea"].mean()
@@ -325,7 +328,7 @@ def test_a_failure_inside_a_loop_is_a_failed_attempt_not_a_failed_run(llm, photo
 
     llm.reset(responder=responder)
     gens = [Generator("generator-1", b, b), Generator("generator-2", RuleBrain(), RuleBrain())]
-    cca = asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), tools, gens, RuleBrain(), RuleBrain(),
+    cca = asyncio.run(run_cca(photos["chelsea"], EditRequest("brighter"), tools, CCACast(gens, RuleBrain(), RuleBrain()),
                               CCASettings(rounds=1)))
     assert cca.best.agent == "generator-2" and cca.image.mean() > photos["chelsea"].mean()
     failed = [c for c in cca.candidates if c.feedback.error]

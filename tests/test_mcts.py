@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edit_agents.agents.enhance import EnhanceSettings, enhance
-from edit_agents.agents.mcts import MCTSSettings, apply_call, mcts_enhance, root_state
+from edit_agents.agents.photoagent.enhance import EnhanceSettings, enhance
+from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_enhance, root_state
 from edit_agents.agents.records import ToolCall
-from edit_agents.agents.reward import ClassicReward, Score, image_statistics, texture_crops
+from edit_agents.agents.reward import ClassicReward, Score
+from edit_agents.agents.metrics import image_statistics, texture_crops
 from edit_agents.tools import ToolRegistry, ToolSpec, default_registry
 from edit_agents.tools.imageops import sampled_gaussian
 
@@ -40,7 +41,7 @@ class AllMoves:
         return [ToolCall(n) for n in ("a", "b", "c")][:k]
 
     def perceive(self, stats, k, allowed, tried=(), **kw):
-        from edit_agents.agents.perceiver import Perception
+        from edit_agents.agents.photoagent.perceiver import Perception
 
         return Perception("toy", (), tuple(self.propose(stats, k, allowed, tried, **kw)))
 
@@ -72,7 +73,7 @@ def test_the_best_rollout_is_re_run_when_its_first_edit_alone_scores_worse():
     assert [a.tool for a in result.actions] == ["b", "c"] and result.score_after == 1.0
     assert len(result.steps) == 3  # the input, then the state after each edit of the sequence
     accepted = [st for st in result.trace.steps if st.role == "loop" and st.action.startswith("accept")]
-    assert accepted[0].action == "accept b() → c()" and [c["tool"] for c in accepted[0].outputs["sequence"]] == ["b", "c"]
+    assert accepted[0].action == "accept b() -> c()" and [c["tool"] for c in accepted[0].outputs["sequence"]] == ["b", "c"]
 
 
 def test_visits_concentrate_on_the_better_child():
@@ -286,8 +287,8 @@ def test_memory_of_executed_actions_reaches_the_perceiver():
 
 
 def test_rule_perceiver_does_not_repeat_reverted_actions(photos):
-    from edit_agents.agents.perceiver import Memory, RulePerceiver
-    from edit_agents.agents.reward import image_statistics
+    from edit_agents.agents.photoagent.perceiver import Memory, RulePerceiver
+    from edit_agents.agents.metrics import image_statistics
 
     dark = photos["coffee"] * 0.4
     stats = image_statistics(dark)
@@ -305,7 +306,7 @@ def scripted_vlm(llm):
 
 
 def test_vlm_perceiver_in_mood_mode_keeps_its_call_budget_and_is_validated(llm, photos):
-    from edit_agents.agents.perceiver import BrainPerceiver
+    from edit_agents.agents.photoagent.perceiver import BrainPerceiver
     from llm_server import Reply
 
     tools = default_registry().subset(categories=["classic"])
@@ -338,7 +339,7 @@ def test_vlm_perceiver_in_mood_mode_keeps_its_call_budget_and_is_validated(llm, 
 
 
 def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(photos):
-    from edit_agents.agents.perceiver import BrainPerceiver
+    from edit_agents.agents.photoagent.perceiver import BrainPerceiver
     from edit_agents.agents.rule_brain import RuleBrain
 
     tools = default_registry().subset(categories=["classic"])
@@ -354,7 +355,7 @@ def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(phot
 def test_a_vision_perceiver_sees_the_whole_toolbox_and_its_repeats_on_a_path_are_dropped(photos):
     """A model is offered the same tools at every state (so an answer naming a tool already on the path is
     not a schema error that fails the run); the search drops such proposals itself."""
-    from edit_agents.agents.perceiver import Perception
+    from edit_agents.agents.photoagent.perceiver import Perception
 
     class Insistent:  # a vision model that always wants the same two edits
         expensive, offered = True, []
@@ -375,7 +376,7 @@ def test_a_vision_perceiver_sees_the_whole_toolbox_and_its_repeats_on_a_path_are
 
 
 def test_rule_brain_serves_the_perceiver_offline_with_a_mood(photos):
-    from edit_agents.agents.perceiver import BrainPerceiver
+    from edit_agents.agents.photoagent.perceiver import BrainPerceiver
     from edit_agents.agents.rule_brain import RuleBrain
 
     tools = default_registry().subset(categories=["classic"])

@@ -9,7 +9,9 @@ import pytest
 
 from edit_agents.agents import roles
 from edit_agents.agents.brain import BrainError, BrainRequest
-from edit_agents.agents.loops import (CCASettings, ClosedLoopSettings, Generator, run_cca, run_closed_loop)
+from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca
+from edit_agents.agents.photoagent.perceiver import brain_perceive
+from edit_agents.agents.imagagent import ClosedLoopSettings, IMAGAgentCast, run_closed_loop
 from edit_agents.agents.measure import measure
 from edit_agents.agents.records import (Candidate, Critique, EditRequest, Feedback, Plan, Question, Subtask, ToolCall,
                                        check_chain)
@@ -232,19 +234,20 @@ def test_experts_and_aggregator(photos):
 def test_a_grade_the_rule_critics_cannot_measure_is_unjudged_not_accepted(photos):
     """Offline, no expert can tell whether a "cinematic colour grade" happened: the subtask is kept but reported
     as not judged (it used to be accepted on the quality and fidelity scores alone)."""
-    result = run(run_closed_loop(photos["chelsea"], EditRequest("give it a cinematic colour grade"), TOOLS, RB, RB,
-                                 [RB], RB, ClosedLoopSettings()))
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("give it a cinematic colour grade"), TOOLS,
+                                 IMAGAgentCast(RB, RB, [RB], RB), ClosedLoopSettings()))
     assert [s.tool for s in result.plan.subtasks] == ["split_toning"]
     assert result.accepted == [False] and result.unjudged == [0] and len(result.attempts) == 1
     experts = result.attempts[0].feedback.experts
     assert [c.judged for c in experts] == [False, True, True]  # intent could not judge; quality and fidelity did
     assert result.attempts[0].score == pytest.approx((experts[1].score + experts[2].score) / 2, abs=1e-3)
-    bright = run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), TOOLS, RB, RB, [RB], RB))
+    bright = run(run_closed_loop(photos["chelsea"], EditRequest("brighter"), TOOLS, IMAGAgentCast(RB, RB, [RB], RB)))
     assert bright.unjudged == [] and bright.accepted == [True]  # a measurable subtask is judged as before
 
 
 def test_the_history_reaches_the_executor_of_the_next_subtask(photos):
-    result = run(run_closed_loop(photos["chelsea"], EditRequest("warmer, then more contrast"), TOOLS, RB, RB, [RB], RB))
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("warmer, then more contrast"), TOOLS,
+                                 IMAGAgentCast(RB, RB, [RB], RB)))
     second = [s for s in result.trace.steps if s.role == "executor" and s.subtask == 1]
     assert second and "subtask 0 attempt 0: " in second[0].inputs["text"]
 
@@ -253,12 +256,12 @@ def test_cca_does_not_stop_early_while_part_of_the_request_is_not_done(photos):
     """The competitor may find the warmth satisfied, but "add a hat" has no tool: the request is not
     satisfied, so the loop runs its rounds and says what was not done."""
     gens = [Generator("generator-1", RB, RB), Generator("generator-2", RB, RuleBrain(boldness=1.6))]
-    result = run(run_cca(photos["chelsea"], EditRequest("warmer, then add a hat"), TOOLS, gens, RB, RB,
+    result = run(run_cca(photos["chelsea"], EditRequest("warmer, then add a hat"), TOOLS, CCACast(gens, RB, RB),
                          CCASettings(rounds=3)))
     assert result.best.plan.unsupported and not result.stopped_early and result.rounds == 3
     assert any(s.action.startswith("no early stop") and "hat" in s.action for s in result.trace.steps)
     assert not any("satisfies the request" in s.action for s in result.trace.steps)
-    done = run(run_cca(photos["chelsea"], EditRequest("warmer"), TOOLS, gens, RB, RB, CCASettings(rounds=3)))
+    done = run(run_cca(photos["chelsea"], EditRequest("warmer"), TOOLS, CCACast(gens, RB, RB), CCASettings(rounds=3)))
     assert done.stopped_early and done.rounds == 1  # a request the tools can do still stops early
 
 
@@ -274,20 +277,20 @@ def test_competitor_picks_and_stops(photos):
 
 def test_perceiver_autonomous_and_mood(photos):
     dark = photos["coffee"] * 0.4
-    scene, acts = run(roles.perceive(RB, dark, TOOLS, 4, where()))
+    scene, acts = run(brain_perceive(RB, dark, TOOLS, 4, where()))
     assert 1 <= len(acts) <= 4 and acts[0].tool in ("exposure", "auto_levels", "gamma") and scene
-    scene, mood = run(roles.perceive(RB, photos["coffee"], TOOLS, 4, where(), mood="warm and cosy"))
+    scene, mood = run(brain_perceive(RB, photos["coffee"], TOOLS, 4, where(), mood="warm and cosy"))
     assert mood[0].tool == "temperature_tint" and mood[0].params["temperature"] > 0
 
 
 def test_cca_loop_stops_early_when_satisfied(photos):
     gens = [Generator("generator-1", RB, RB), Generator("generator-2", RB, RuleBrain(boldness=1.6))]
     req = EditRequest("make it brighter, more contrast and crop to square")
-    result = run(run_cca(photos["coffee"], req, TOOLS, gens, RB, RB, CCASettings(rounds=5)))
+    result = run(run_cca(photos["coffee"], req, TOOLS, CCACast(gens, RB, RB), CCASettings(rounds=5)))
     assert result.stopped_early and result.rounds < 5
     assert result.image.shape[0] == result.image.shape[1]
     assert result.best.feedback.satisfied(7.0)
-    no_stop = run(run_cca(photos["coffee"], req, TOOLS, gens, RB, RB, CCASettings(rounds=5, early_stop=False)))
+    no_stop = run(run_cca(photos["coffee"], req, TOOLS, CCACast(gens, RB, RB), CCASettings(rounds=5, early_stop=False)))
     assert no_stop.rounds == 5 and no_stop.tool_calls > result.tool_calls
     summary = json.loads(result.trace.to_json())["summary"]
     assert summary["tool_calls"] == result.tool_calls and summary["stopped_early"]
@@ -298,7 +301,7 @@ def test_cca_loop_stops_early_when_satisfied(photos):
 def test_cca_generators_reflect_and_learn_from_the_rival(photos):
     weak = RuleBrain(boldness=0.2)
     gens = [Generator("timid", RB, weak), Generator("bold", RB, RuleBrain(boldness=2.0))]
-    result = run(run_cca(photos["rocket"], EditRequest("brighter"), TOOLS, gens, RB, RB,
+    result = run(run_cca(photos["rocket"], EditRequest("brighter"), TOOLS, CCACast(gens, RB, RB),
                          CCASettings(rounds=3, early_stop=False)))
     timid = [c for c in result.candidates if c.agent == "timid"]
     first, later = timid[0].chains[0][0].params["amount"], timid[-1].chains[0][0].params["amount"]
@@ -307,11 +310,12 @@ def test_cca_generators_reflect_and_learn_from_the_rival(photos):
 
 def test_closed_loop_retries_until_accepted_and_keeps_the_best(photos):
     req = EditRequest("make it warmer and sharper")
-    result = run(run_closed_loop(photos["chelsea"], req, TOOLS, RB, RB, [RB], RB, ClosedLoopSettings()))
+    result = run(run_closed_loop(photos["chelsea"], req, TOOLS, IMAGAgentCast(RB, RB, [RB], RB), ClosedLoopSettings()))
     assert [s.tool for s in result.plan.subtasks] == ["temperature_tint", "sharpen"]
     assert len(result.attempts) <= 2 * 3 and all(result.accepted)
     timid = RuleBrain(boldness=0.15)
-    retried = run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, RB, timid, [RB, RB, RB], RB))
+    retried = run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS,
+                                  IMAGAgentCast(RB, timid, [RB, RB, RB], RB)))
     temps = [a.chain[0].params["temperature"] for a in retried.attempts]
     assert len(temps) >= 2 and temps[1] > temps[0]  # retried with a stronger setting from the feedback
     assert retried.history.entries and "attempt" in retried.history.render()
@@ -320,7 +324,8 @@ def test_closed_loop_retries_until_accepted_and_keeps_the_best(photos):
 
 
 def test_closed_loop_honest_about_semantic_requests(photos):
-    result = run(run_closed_loop(photos["chelsea"], EditRequest("replace the cat with a dog"), TOOLS, RB, RB, [RB], RB))
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("replace the cat with a dog"), TOOLS,
+                                 IMAGAgentCast(RB, RB, [RB], RB)))
     assert result.plan.subtasks == [] and result.plan.unsupported
     assert np.array_equal(result.image, photos["chelsea"]) and result.trace.summary["unsupported"]
 
@@ -335,7 +340,7 @@ def test_loops_can_be_interrupted(photos):
         if len(calls) > 3:
             raise Stop()
     with pytest.raises(Stop):
-        run(run_cca(photos["coffee"], EditRequest("brighter and sharper"), TOOLS, [Generator("g", RB, RB)], RB, RB,
+        run(run_cca(photos["coffee"], EditRequest("brighter and sharper"), TOOLS, CCACast([Generator("g", RB, RB)], RB, RB),
                     should_stop=stop))
 
 
@@ -361,16 +366,16 @@ def test_initial_params_stay_in_range():
 def test_cca_can_continue_from_the_best_so_far(photos):
     gens = [Generator("g", RB, RuleBrain(boldness=0.2))]
     req = EditRequest("brighter")
-    cont = run(run_cca(photos["rocket"], req, TOOLS, gens, RB, RB,
+    cont = run(run_cca(photos["rocket"], req, TOOLS, CCACast(gens, RB, RB),
                        CCASettings(rounds=2, early_stop=False, restart_from_original=False)))
-    fresh = run(run_cca(photos["rocket"], req, TOOLS, gens, RB, RB, CCASettings(rounds=2, early_stop=False)))
+    fresh = run(run_cca(photos["rocket"], req, TOOLS, CCACast(gens, RB, RB), CCASettings(rounds=2, early_stop=False)))
     luma = lambda c: float(c.image.mean())  # noqa: E731
     # continuing edits the round-0 result again, so round 1 is brighter than a restart from the original
     assert luma(cont.candidates[1]) > luma(fresh.candidates[1]) + 0.005
 
 
 def test_loop_traces_round_trip_through_json(photos):
-    result = run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, RB, RB, [RB], RB))
+    result = run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(RB, RB, [RB], RB)))
     back = Trace.from_json(result.trace.to_json())
     assert back.to_dict() == json.loads(result.trace.to_json())
     assert {s.role for s in back.steps} >= {"planner", "executor", "expert", "aggregator", "loop"}

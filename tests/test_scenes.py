@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from skimage import data
 
-from edit_agents.agents.perceiver import RulePerceiver, guess_scene
-from edit_agents.agents.reward import image_statistics
+from edit_agents.agents.photoagent.perceiver import RulePerceiver, guess_scene
+from edit_agents.agents.metrics import image_statistics
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import as_image
 

@@ -3,7 +3,6 @@ an error message, a websocket event or the CLI's files, even when the endpoint e
 every artefact of full runs on a real server started with the key in its environment."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess

@@ -6,6 +6,7 @@ import asyncio
 import numpy as np
 import pytest
 
+from edit_agents.agents.brain import vision_of
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.rule_brain import RuleBrain
 from edit_agents.tools import default_registry
@@ -19,7 +20,7 @@ def vlm(llm):
 
 def test_caption_and_question(llm, photos):
     llm.reset(Reply({"caption": "a tabby cat looking at the camera"}), Reply({"answer": "yes", "explanation": "whiskers"}))
-    tools = default_registry(ToolRuntime(brain=vlm(llm)))
+    tools = default_registry(ToolRuntime(vision=vision_of(vlm(llm))))
     img = photos["chelsea"]
     out, _, notes = tools.call("caption", img, {})
     assert out is img and notes == ["caption: a tabby cat looking at the camera"]
@@ -30,7 +31,7 @@ def test_caption_and_question(llm, photos):
 
 def test_vlm_tool_from_inside_an_event_loop(llm, photos):
     llm.reset(Reply({"caption": "coffee"}))
-    tools = default_registry(ToolRuntime(brain=vlm(llm)))
+    tools = default_registry(ToolRuntime(vision=vision_of(vlm(llm))))
 
     async def inside():
         return tools.call("caption", photos["coffee"], {})
@@ -40,5 +41,5 @@ def test_vlm_tool_from_inside_an_event_loop(llm, photos):
 def test_vlm_tools_need_a_vision_brain(photos):
     for brain in (None, RuleBrain()):
         with pytest.raises(ValueError, match="needs a vision-language brain"):
-            default_registry(ToolRuntime(brain=brain)).call("caption", photos["coffee"], {})
+            default_registry(ToolRuntime(vision=vision_of(brain))).call("caption", photos["coffee"], {})
     assert np.isfinite(photos["coffee"]).all()

@@ -1,5 +1,5 @@
 """The agents' hands: the tool registry and the tools. Never imports ComfyUI."""
-from .spec import Param, ToolCallError, ToolOutput, ToolRegistry, ToolSpec
+from .spec import Moves, Param, ToolCallError, ToolOutput, ToolRegistry, ToolSpec
 
 
 def default_registry(runtime=None) -> ToolRegistry:
@@ -17,4 +17,4 @@ def default_registry(runtime=None) -> ToolRegistry:
     return ToolRegistry(CLASSIC_TOOLS + RESTORE_TOOLS + MASK_TOOLS + LOCALISE_TOOLS + GENERATIVE_TOOLS + VLM_TOOLS, runtime=runtime)
 
 
-__all__ = ["Param", "ToolCallError", "ToolOutput", "ToolRegistry", "ToolSpec", "default_registry"]
+__all__ = ["Moves", "Param", "ToolCallError", "ToolOutput", "ToolRegistry", "ToolSpec", "default_registry"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from .errors import shown_by_name
+from .spec import Vision
 
 
 @shown_by_name
@@ -106,12 +107,13 @@ class LocalDevice:
 
 class ToolRuntime:
     def __init__(self, model_dirs: dict[str, list[Path]] | None = None, choices: dict[str, str] | None = None,
-                 manager: DeviceManager | None = None, brain: Any = None, extras: dict[str, Any] | None = None):
+                 manager: DeviceManager | None = None, vision: Vision | None = None,
+                 extras: dict[str, Any] | None = None):
         # folder name (grounding-dino, sams, diffusers) -> where to look
         self.model_dirs = {k: [Path(p) for p in v] for k, v in (model_dirs or {}).items()}
         self.choices = dict(choices or {})  # kind -> file or folder name the user picked
         self.manager = manager or LocalDevice()
-        self.brain = brain  # for VLM tools (caption, visual questions)
+        self.vision = vision  # for VLM tools (caption, visual questions)
         self.extras = dict(extras or {})  # host objects for host tools, e.g. ComfyUI's MODEL/CLIP/VAE
         self.loads: Counter[str] = Counter()  # how many times each model was loaded (should stay 1)
         self._models: dict[str, Any] = {}

@@ -1,6 +1,6 @@
 """Learned reward components: aesthetic predictor, CLIP similarity, ImageReward, VLM score.
 
-Each is a ``LearnedScorer`` (agents/reward.py): ``unavailable()`` says why it cannot run here
+Each is a ``LearnedScorer`` (as agents/reward.py reads them): ``unavailable()`` says why it cannot run here
 (missing weights, package or brain) without loading anything, so the reward can skip it with a
 note and renormalise the other weights; ``measure()`` loads the model once through the runtime
 and rates an image. Model output is a number, never code.
@@ -15,6 +15,7 @@ import numpy as np
 
 from .backends import MissingBackendError, require
 from .models import MissingModelError, ToolRuntime
+from .spec import Vision
 
 GENERIC_PROMPT = "a beautiful, well-exposed, high quality photograph"
 
@@ -185,26 +186,20 @@ class VLMScorer:
 
     name = "vlm"
 
-    def __init__(self, brain: Any):
-        self.brain = brain
+    def __init__(self, vision: Vision | None):
+        self.vision = vision
         self._cache: dict[str, tuple[float, float]] = {}
 
     def unavailable(self) -> str | None:
-        if self.brain is None:
-            return "no vision brain connected"
-        if getattr(self.brain, "name", "").startswith("rule"):
-            return "the offline rule brain cannot see; connect a vision-language Brain"
-        return None
+        return "no vision brain connected" if self.vision is None else self.vision.unavailable()
 
     def measure(self, img: np.ndarray, mood: str) -> tuple[float, float]:
         import hashlib
 
-        from .vlm import ask_brain
-
         key = hashlib.sha1(np.ascontiguousarray(img).tobytes()).hexdigest() + mood
         if key not in self._cache:
             target = f" as a photo with the mood '{mood}'" if mood else ""
-            data = ask_brain(self.brain, "reward", "You rate photographs for an image-editing agent: exposure, colour, "
+            data = self.vision.ask("reward", "You rate photographs for an image-editing agent: exposure, colour, "
                              "sharpness, noise, composition and overall appeal. Be consistent and strict.",
                              f"Rate this photo{target} from 1 (very poor) to 10 (excellent).", VLM_SCORE_SCHEMA, img)
             value = float(data["score"])
@@ -212,6 +207,6 @@ class VLMScorer:
         return self._cache[key]
 
 
-def learned_scorers(runtime: ToolRuntime | None, brain: Any = None) -> dict[str, Any]:
+def learned_scorers(runtime: ToolRuntime | None, vision: Vision | None = None) -> dict[str, Any]:
     return {"aesthetic": AestheticScorer(runtime), "clip": ClipSimilarityScorer(runtime),
-            "image_reward": ImageRewardScorer(runtime), "vlm": VLMScorer(brain)}
+            "image_reward": ImageRewardScorer(runtime), "vlm": VLMScorer(vision)}

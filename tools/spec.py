@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -62,6 +62,28 @@ class Param:
         return "".join(parts)
 
 
+class Vision(Protocol):
+    """A vision-language model lent to the tools (the VLM tools, the reward's VLM rating) by whoever holds one: the
+    agents lend a brain this way, so the tools never import them."""
+
+    def unavailable(self) -> str | None:
+        """Why it cannot look at a photo (e.g. the offline rule brain cannot see), or None."""
+
+    def ask(self, role: str, system: str, text: str, schema: dict[str, Any], image: np.ndarray) -> dict[str, Any]:
+        """One answer about ``image`` that fits ``schema``, from synchronous code."""
+
+
+@dataclass(frozen=True)
+class Moves:
+    """What a tool changes that a rule critic can measure: one of the metrics of ``agents/metrics.py``, which way
+    it goes when a request asks for more of the tool, and whether the request's wording ("darker", "less")
+    turns it around (an auto white balance only ever lowers the cast)."""
+
+    metric: str
+    direction: Literal["up", "down"] = "up"
+    follows_wording: bool = True
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -87,6 +109,7 @@ class ToolSpec:
     # tools that would work against this one's result, so a plan does not follow it with them (a sharpen or a
     # deconvolution after a deblock brings the blocks back and reads the lost detail as blur)
     conflicts: tuple[str, ...] = ()
+    moves: Moves | None = None  # what the offline brain measures to judge the tool's effect
 
     def param(self, name: str) -> Param:
         for p in self.params:

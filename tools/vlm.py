@@ -18,24 +18,12 @@ ANSWER_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["
 
 
 def _ask(runtime, role: str, system: str, text: str, schema: dict, img) -> dict[str, Any]:
-    brain = runtime.brain if runtime is not None else None
-    if brain is None or getattr(brain, "name", "").startswith("rule"):
-        raise ValueError(f"the {role} tool needs a vision-language brain: connect a Brain node with a VLM "
-                         "(e.g. Qwen-VL, GPT-4o, LLaVA on Ollama); the offline rule brain cannot see")
-    return ask_brain(brain, role, system, text, schema, img)
-
-
-def ask_brain(brain, role: str, system: str, text: str, schema: dict, img) -> dict[str, Any]:
-    """One validated brain answer about ``img``, from synchronous code (inside or outside an event loop)."""
-    from ..agents.brain import BrainRequest, close_brains, run_blocking
-
-    async def go():
-        try:
-            return (await brain.ask(BrainRequest(role=role, system=system, text=text, schema=schema, images=[img]))).data
-        finally:
-            await close_brains(brain)
-
-    return run_blocking(go)
+    vision = runtime.vision if runtime is not None else None
+    why = "no vision brain connected" if vision is None else vision.unavailable()
+    if why:
+        raise ValueError(f"the {role} tool needs a vision-language brain ({why}): connect a Brain node with a VLM "
+                         "(e.g. Qwen-VL, GPT-4o, LLaVA on Ollama) to the Toolbox; the offline rule brain cannot see")
+    return vision.ask(role, system, text, schema, img)
 
 
 def caption(img, detail="short", runtime=None):

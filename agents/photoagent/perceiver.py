@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .records import ToolCall
-from .reward import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, VEIL_LIMIT, excess
-from .trace import Trace
+from ...tools.spec import ToolCallError, ToolRegistry
+from .. import schemas
+from ..brain import Brain, BrainRequest, close_brains, run_blocking
+from ..records import ToolCall
+from ..reward import excess
+from ..metrics import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, VEIL_LIMIT, image_statistics
+from ..roles import Where, ask, prompt
+from ..trace import Trace
 
 # Clear defects, on raw statistics (sRGB values 0..1): deliberately wide of what good photos show.
 UNDER_WHITE = 0.5  # the brightest 0.5% of pixels stay below this: nothing in the photo is bright
@@ -237,8 +242,8 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
 
 def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     """The blur kernel of the photo from its native-resolution crops: the most confident crop's estimate."""
-    from ..tools.imageops import luminance
-    from ..tools.restore import estimate_blur
+    from ...tools.imageops import luminance
+    from ...tools.restore import estimate_blur
 
     found = [estimate_blur(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
     return max(found, key=lambda k: k["confidence"]) if found else None
@@ -313,9 +318,6 @@ class BrainPerceiver(_Perceiver):
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
                  image: np.ndarray | None = None, memory: Sequence[Memory] = (),
                  crops: Sequence[np.ndarray] | None = None) -> Perception:
-        from .brain import close_brains, run_blocking
-        from .roles import Where, perceive
-
         if image is None:
             raise ValueError("the VLM perceiver needs the image")
         allowed = set(allowed)
@@ -323,7 +325,7 @@ class BrainPerceiver(_Perceiver):
 
         async def go():
             try:
-                return await perceive(self.brain, image, tools, k, Where(self.trace, self.agent), mood=self.mood,
+                return await brain_perceive(self.brain, image, tools, k, Where(self.trace, self.agent), mood=self.mood,
                                       tried=tuple(tried), memory=tuple(m.line() for m in memory))
             finally:
                 await close_brains(self.brain)
@@ -331,3 +333,40 @@ class BrainPerceiver(_Perceiver):
         self.calls += 1
         scene, calls = run_blocking(go)
         return Perception(scene or guess_scene(stats), (), tuple(calls), source="vision brain")
+
+
+# -- the vision perceiver's request ------------------------------------------------------------
+
+def _actions_problem(tools: ToolRegistry) -> Callable[[dict[str, Any]], str | None]:
+    def problem(data: dict[str, Any]) -> str | None:
+        for i, action in enumerate(data["actions"]):
+            try:
+                tools.get(action["tool"]).validate(action.get("params"))
+            except ToolCallError as err:
+                return f"action {i}: {err}"
+        return None
+    return problem
+
+
+async def brain_perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int, where: Where, mood: str = "",
+                   tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> tuple[str, list[ToolCall]]:
+    """The scene the brain names and its validated actions (possibly none: a good photo needs nothing)."""
+    text = "Propose actions for this photo."
+    if memory:  # PhotoAgent's memory: what was executed and what came of it
+        text += "\nAlready executed (do not repeat what was reverted):\n" + "\n".join(f"- {m}" for m in memory)
+    req = BrainRequest(role="perceiver",
+                       system=prompt("perceiver", k=k, tools=tools.planner_catalogue(),
+                                     mood_text=f" toward the mood '{mood}'" if mood else ""),
+                       text=text, schema=schemas.perceive_schema(tools.specs(), k), check=_actions_problem(tools),
+                       images=[image], context={"stats": image_statistics(image), "tools": tools.specs(), "k": k,
+                                                "mood": mood, "tried": tried, "memory": memory})
+    data = (await ask(brain, req, where, "propose actions")).data
+    calls = []
+    for action in data["actions"]:
+        try:
+            clean, _ = tools.get(action["tool"]).validate(action.get("params"))
+        except ToolCallError as err:
+            where.trace.add("perceiver", where.agent, f"dropped an invalid action: {err}", round=where.round)
+            continue
+        calls.append(ToolCall(action["tool"], clean, action.get("rationale", "")))
+    return str(data.get("scene", "")).strip(), calls

@@ -25,13 +25,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..tools.imageops import resize_longest, thumbnail_data_url
-from ..tools.spec import ToolRegistry
+from ...tools.imageops import resize_longest, thumbnail_data_url
+from ...tools.spec import ToolRegistry
 from .enhance import rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
-from .records import ToolCall
-from .reward import ClassicReward, image_statistics, spare_thread, texture_crops, torch_threads
-from .trace import Trace
+from ..records import ToolCall
+from ..reward import ClassicReward, spare_thread, torch_threads
+from ..metrics import image_statistics, texture_crops
+from ..trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
 
@@ -270,7 +271,7 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
         out = tools.call(call.tool, out, call.params)[0]
         done.append((call, out))
     s = reward.score(out, original)
-    trace.add("reward", agent, f"full-resolution sequence {' → '.join(c.label() for c in calls)} (the search's best "
+    trace.add("reward", agent, f"full-resolution sequence {' -> '.join(c.label() for c in calls)} (the search's best "
                                "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
               scores=s.as_dict(), preview=out)
     return s, done
@@ -376,7 +377,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
             if sequence[0].total > score.total:
                 score, chosen = sequence
         gain = score.total - current_score.total
-        label = " → ".join(call.label() for call, _ in chosen)
+        label = " -> ".join(call.label() for call, _ in chosen)
         search.memory.extend(Memory(call, gain, gain > s.min_gain) for call, _ in chosen)
         for child in tree.get("children", []):  # the chosen path, for the tree view
             if child["action"] == chosen[0][0].label():

@@ -15,12 +15,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..tools.imageops import resize_longest
-from ..tools.spec import ToolRegistry
+from ...tools.imageops import resize_longest
+from ...tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
-from .records import ToolCall
-from .reward import ClassicReward, image_statistics, texture_crops
-from .trace import Trace
+from ..records import ToolCall
+from ..reward import ClassicReward
+from ..metrics import image_statistics, texture_crops
+from ..trace import Trace
 
 
 class Interrupted(RuntimeError):

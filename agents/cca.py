@@ -1,0 +1,346 @@
+"""CCA (Collaborative Competitive Agents), in pure Python: two generator agents edit the photo every round, a
+discriminator asks and answers the request's questions on both results, a quality competitor keeps the best
+and may stop early.
+
+A round is three steps: ``plan_round`` (in round 0 the caption and the questions beside both planners),
+the execute step (wherever the runner puts it: ``execute_in_process`` or an Executor node per generator),
+and ``after_round`` (judge, decide, stop or go on), which takes what the execute step produced. The roles'
+own work is in ``roles.py``; what the loops share is in ``loop.py``.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from ..tools.spec import ToolRegistry
+from . import roles
+from .brain import Brain
+from .loop import Executed, LoopFailed, attempted, close_cast, execute_or_fail, or_keep_best, raise_brain_error
+from .records import Candidate, EditRequest, Feedback, HistoryContext, Plan, Question, ToolCall
+from .roles import Where
+from .rule_brain import RuleBrain
+from .trace import Trace
+
+AGENT = "cca"
+BOLDER = 1.6  # the second generator's rule brain, when it gets the default: bolder, so the two compete
+
+
+@dataclass
+class Generator:
+    """One CCA generator agent: a planner and a tool executor, each with its own brain."""
+
+    name: str
+    planner: Brain
+    executor: Brain
+
+
+@dataclass
+class CCACast:
+    """Who plays which role in a CCA run: the generators, the discriminator and the quality competitor."""
+
+    generators: list[Generator]
+    discriminator: Brain
+    competitor: Brain
+
+    def __post_init__(self):
+        if len(self.generators) < 1:
+            raise ValueError("CCA needs at least one generator (the paper uses two)")
+
+    @classmethod
+    def of(cls, planner: Brain | None = None, executor: Brain | None = None, generator_2: Brain | None = None,
+           discriminator: Brain | None = None, competitor: Brain | None = None) -> "CCACast":
+        """Two generators from the roles a user connects, with the defaults: the planner is the rule brain; the
+        executors are the planner; generator 2 is ``generator_2`` (planner and executor), else plans with the
+        planner and executes with a bolder rule brain when the executor is the rule brain (so the two differ),
+        else with the executor; the discriminator is the planner and the competitor the discriminator."""
+        planner = planner or RuleBrain()
+        executor = executor or planner
+        second = generator_2 or (RuleBrain(boldness=BOLDER) if isinstance(executor, RuleBrain) else executor)
+        discriminator = discriminator or planner
+        return cls([Generator("generator-1", planner, executor), Generator("generator-2", generator_2 or planner, second)],
+                   discriminator, competitor or discriminator)
+
+    def brains(self) -> list[Brain]:
+        return [b for g in self.generators for b in (g.planner, g.executor)] + [self.discriminator, self.competitor]
+
+
+@dataclass(frozen=True)
+class CCASettings:
+    rounds: int = 5  # M
+    early_stop: bool = True
+    restart_from_original: bool = True  # False: each round continues from the best result so far
+    min_score: float = 7.0  # the best candidate satisfies the request at this score with every check passed
+    keep_best_on_brain_error: bool = False  # a brain fails mid-loop: False fails the run; True ends it with the best so far
+
+    def __post_init__(self):
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be at least 1, got {self.rounds}")
+
+
+@dataclass
+class CCAResult:
+    image: np.ndarray
+    best: Candidate
+    rounds: int
+    tool_calls: int
+    candidates: list[Candidate]
+    stopped_early: bool
+    trace: Trace
+    bests: list[np.ndarray] = field(default_factory=list, repr=False)  # the best after each round
+
+    def text(self) -> str:
+        """One line on the run, the same whichever runner ran the rounds."""
+        best = self.best
+        return (f"{self.rounds} round(s), {self.tool_calls} tool calls, best: {best.agent} round {best.round}, score "
+                f"{best.feedback.score:.1f}" + (" (stopped early)" if self.stopped_early else "")
+                + (f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else "")
+                + (f"; stopped: {self.trace.summary['error']}" if "error" in self.trace.summary else ""))
+
+
+@dataclass
+class CCAState:
+    """Everything a CCA loop carries from one round to the next (so a round can run in a fresh node)."""
+
+    trace: Trace
+    history: HistoryContext = field(default_factory=HistoryContext)
+    last: dict[str, Candidate] = field(default_factory=dict)
+    best: Candidate | None = None
+    every: list[Candidate] = field(default_factory=list)
+    bests: list[np.ndarray] = field(default_factory=list, repr=False)  # the best after each round
+    rounds_run: int = 0
+    questions: list[Question] | None = None  # the discriminator's, written once for the request in round 0
+    caption: str = ""  # written by a vision discriminator when the request came without one
+    stopped: bool = False
+    error: str = ""  # why the loop ended early when a brain failed (keep_best_on_brain_error)
+    started: float = field(default_factory=time.perf_counter)
+
+    def done(self, settings: CCASettings) -> bool:
+        return self.stopped or bool(self.error) or self.rounds_run >= settings.rounds
+
+    def has_result(self) -> bool:
+        return self.best is not None
+
+    def kept(self) -> str:
+        return f"the best so far ({self.best.agent}, round {self.best.round})"
+
+
+def start(cast: CCACast, settings: CCASettings) -> CCAState:
+    return CCAState(Trace(title=f"CCA: {len(cast.generators)} generators x up to {settings.rounds} rounds"))
+
+
+@dataclass
+class RoundPlans:
+    """A CCA round after its plan step: what its execute step needs, in process or as Executor nodes."""
+
+    round: int
+    request: EditRequest  # with the caption the discriminator wrote, when it wrote one
+    base: np.ndarray = field(repr=False)  # what this round edits: the original, or the best so far
+    plans: dict[str, Plan] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # generators whose planner failed: why
+
+
+def _rival(state: CCAState, cast: CCACast, gen: Generator) -> Candidate | None:
+    others = [state.last[o.name] for o in cast.generators if o.name != gen.name and o.name in state.last]
+    return max(others, key=lambda c: c.feedback.score if c.feedback else 0.0) if others else None
+
+
+async def _plan_one(state: CCAState, work: RoundPlans, tools: ToolRegistry, cast: CCACast, gen: Generator,
+                    should_stop) -> Plan:
+    """CCA's planner step for one generator: reflect on its own result and learn from the rival's."""
+    own, rival = state.last.get(gen.name), _rival(state, cast, gen)
+    return await roles.plan(gen.planner, work.request, tools, work.base,
+                            Where(state.trace, gen.name, round=work.round, should_stop=should_stop), state.history,
+                            previous=own.plan if own else None, own_feedback=own.feedback if own else None,
+                            rival_plan=rival.plan if rival else None, rival_feedback=rival.feedback if rival else None)
+
+
+async def caption(discriminator: Brain, request: EditRequest, image: np.ndarray, where: Where) -> str:
+    """A caption of the original when the request has none and the discriminator can see (LLaVA's role in CCA)."""
+    if request.caption.strip() or not roles.sees_images(discriminator):
+        return ""
+    return await roles.describe(discriminator, image, where)
+
+
+async def _questions(state: CCAState, discriminator: Brain, work: RoundPlans, tools: ToolRegistry, image: np.ndarray,
+                     where: Where) -> list[Question]:
+    """The request's questions: written in round 0 (beside the planners), the same ones after."""
+    if state.questions is not None:
+        return state.questions
+    return await roles.write_questions(discriminator, work.request, tools, image, where)
+
+
+async def plan_round(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry, cast: CCACast,
+                     settings: CCASettings, should_stop=None) -> RoundPlans:
+    """A round's plan step: in round 0 the caption, then the request's questions beside every planner. A planner
+    that fails fails its generator's candidate; a brain that must stop the run raises."""
+    rnd = state.rounds_run
+    judge = Where(state.trace, "discriminator", round=rnd, should_stop=should_stop)
+    if state.questions is None:
+        state.caption = await caption(cast.discriminator, request, image, judge)
+    if state.caption:
+        request = replace(request, caption=state.caption)
+    base = image if settings.restart_from_original or state.best is None else state.best.image
+    work = RoundPlans(rnd, request, base)
+    *plans, state.questions = await asyncio.gather(
+        *(attempted(_plan_one(state, work, tools, cast, g, should_stop)) for g in cast.generators),
+        _questions(state, cast.discriminator, work, tools, image, judge))
+    work.plans = {g.name: p for g, (p, _) in zip(cast.generators, plans) if p is not None}
+    work.failed = {g.name: why for g, (_, why) in zip(cast.generators, plans) if why}
+    return work
+
+
+async def _execute(state: CCAState, work: RoundPlans, tools: ToolRegistry, gen: Generator,
+                   should_stop) -> tuple[list[list[ToolCall]], np.ndarray]:
+    plan, own, image, chains = work.plans[gen.name], state.last.get(gen.name), work.base, []
+    where = Where(state.trace, gen.name, round=work.round, should_stop=should_stop)
+    for sub in plan.subtasks:
+        previous, fb = (roles.earlier_attempt(own.plan, own.chains, own.feedback, sub) if own is not None
+                        else (None, None))
+        chain = await roles.execute(gen.executor, sub, tools, image, where.at(subtask=sub.index), state.history,
+                                    previous, fb)
+        image = await asyncio.to_thread(roles.run_chain, tools, chain, image)
+        chains.append(chain)
+    return chains, image
+
+
+async def execute_in_process(state: CCAState, work: RoundPlans, tools: ToolRegistry, cast: CCACast,
+                             should_stop=None) -> dict[str, Executed]:
+    """The round's execute step in process, every generator that planned at once: each subtask's chain, fed the
+    matching subtask's feedback and chain from its own last round (by goal, then tool; never by index)."""
+    todo = [g for g in cast.generators if g.name in work.plans]
+    done = await asyncio.gather(*(execute_or_fail(_execute(state, work, tools, g, should_stop)) for g in todo))
+    return {g.name: e for g, e in zip(todo, done)}
+
+
+def failed_candidate(state: CCAState, work: RoundPlans, agent: str, why: str,
+                     chains: list[list[ToolCall]] | None = None) -> Candidate:
+    """A generator that failed this round: scored 0, never picked, and told why next round."""
+    state.trace.add("loop", AGENT, f"round {work.round}: {agent} failed: {why}", round=work.round,
+                    outputs={"error": why})
+    return Candidate(agent, work.round, work.plans.get(agent, Plan()), chains or [], work.base,
+                     Feedback(score=0.0, error=why))
+
+
+async def _judge(state: CCAState, image: np.ndarray, work: RoundPlans, tools: ToolRegistry,
+                 candidates: list[Candidate], cast: CCACast, settings: CCASettings, should_stop) -> None:
+    """The judge and decide steps: the discriminator answers the request's questions on every candidate, the
+    report is compiled, and the competitor keeps the best (of this round and the memory) and may stop."""
+    rnd, trace = work.round, state.trace
+    judge = Where(trace, "discriminator", round=rnd, should_stop=should_stop)
+    aesthetic = roles.aesthetic_rater(tools)
+    ran = [c for c in candidates if not (c.feedback and c.feedback.error)]  # failed candidates keep their feedback
+    feedbacks = await asyncio.gather(*(
+        roles.discriminate(cast.discriminator, work.request, c.plan, image, c.image, judge, state.questions, aesthetic)
+        for c in ran))
+    for c, fb in zip(ran, feedbacks):
+        c.feedback = fb
+    roles.suggest_other_tools(ran, judge)
+    for c in candidates:
+        state.last[c.agent] = c
+        state.history.add("candidate", f"round {rnd} {c.agent}: " + (f"failed: {c.feedback.error}" if c.feedback.error
+                                                                      else c.plan.summary()),
+                          score=c.feedback.score, image=None if c.feedback.error else c.image)
+    state.every.extend(candidates)
+    pool = ran + ([state.best] if state.best is not None else [])
+    if not pool:  # every generator failed and nothing earlier succeeded: the next round tries again
+        state.rounds_run = rnd + 1
+        trace.add("loop", AGENT, f"round {rnd}: every generator failed; nothing to pick yet", round=rnd)
+        return
+    pick, stop, reason = await roles.compete(cast.competitor, pool, settings.min_score,
+                                             Where(trace, "competitor", round=rnd, should_stop=should_stop))
+    state.best = best = pool[pick]
+    state.rounds_run = rnd + 1
+    trace.add("loop", AGENT, f"round {rnd}: best is {best.agent} (round {best.round}); {reason}", round=rnd,
+              scores={"best": best.feedback.score if best.feedback else 0.0},
+              outputs={"tool_calls_so_far": sum(c.tool_calls() for c in state.every)}, preview=best.image)
+    if stop and settings.early_stop:
+        state.stopped = True
+        trace.add("loop", AGENT, f"stop early after round {rnd}: the best result satisfies the request", round=rnd)
+
+
+async def after_round(state: CCAState, image: np.ndarray, work: RoundPlans, tools: ToolRegistry, cast: CCACast,
+                      settings: CCASettings, executed: dict[str, Executed], should_stop=None) -> bool:
+    """The rest of a round, from what its execute step produced: a generator whose planner or execute step
+    failed is a failed candidate; a brain that failed stops the loop (or keeps the best); the rest are judged
+    and the competitor decides. Returns whether the loop is done."""
+    what = f"round {work.round}"
+    errors = [e.error for e in executed.values() if e.error is not None]
+    if errors:
+        await or_keep_best(state, settings.keep_best_on_brain_error, raise_brain_error(errors[0]), what, AGENT)
+        return True
+    candidates = []
+    for g in cast.generators:
+        e = executed.get(g.name)
+        if e is not None and not e.failed:
+            candidates.append(Candidate(g.name, work.round, work.plans[g.name], e.chains, e.image))
+        else:
+            candidates.append(failed_candidate(state, work, g.name, e.failed if e is not None else work.failed[g.name],
+                                               e.chains if e is not None else None))
+    await or_keep_best(state, settings.keep_best_on_brain_error,
+                       _judge(state, image, work, tools, candidates, cast, settings, should_stop), what, AGENT)
+    if state.best is not None and state.rounds_run > len(state.bests):
+        state.bests.append(state.best.image)
+    return state.done(settings)
+
+
+async def plan_or_keep_best(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                            cast: CCACast, settings: CCASettings, should_stop=None) -> RoundPlans | None:
+    """The plan step; None when a brain failed in it and the loop keeps its best (then it is done)."""
+    return await or_keep_best(state, settings.keep_best_on_brain_error,
+                               plan_round(state, image, request, tools, cast, settings, should_stop),
+                               f"round {state.rounds_run}", AGENT)
+
+
+async def round_in_process(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                           cast: CCACast, settings: CCASettings, should_stop=None) -> bool:
+    """One whole round in process. Returns whether the loop is done."""
+    work = await plan_or_keep_best(state, image, request, tools, cast, settings, should_stop)
+    if work is None:
+        return True
+    executed = await execute_in_process(state, work, tools, cast, should_stop)
+    return await after_round(state, image, work, tools, cast, settings, executed, should_stop)
+
+
+def summary(rounds: int, tool_calls: int, stopped_early: bool, best: Candidate | Any, started: float,
+            mode: str) -> dict[str, Any]:
+    """The CCA trace's summary, the same keys whichever runner ran the rounds."""
+    return {"rounds": rounds, "tool_calls": tool_calls, "stopped_early": stopped_early,
+            "best": {"agent": best.agent, "round": best.round, "score": best.feedback.score if best.feedback else None,
+                     "plan": best.plan.summary()},
+            "unsupported": best.plan.unsupported, "mode": mode, "wall_s": round(time.perf_counter() - started, 3)}
+
+
+def result(state: CCAState, mode: str = "in-process") -> CCAResult:
+    best = state.best
+    if best is None:
+        last = next((c.feedback.error for c in reversed(state.every) if c.feedback and c.feedback.error), "no candidate")
+        raise LoopFailed(f"CCA edited nothing: every generator failed in all {state.rounds_run} round(s). The last "
+                         f"failure: {last}. Fix what it names (the endpoint, the model, the tool or its model file) "
+                         "and run again.")
+    calls = sum(c.tool_calls() for c in state.every)
+    state.trace.summary = summary(state.rounds_run, calls, state.stopped, best, state.started, mode)
+    if state.error:
+        state.trace.summary["error"] = state.error
+    return CCAResult(best.image, best, state.rounds_run, calls, state.every, state.stopped, state.trace,
+                     list(state.bests))
+
+
+async def run_cca(image: np.ndarray, request: EditRequest, tools: ToolRegistry, cast: CCACast,
+                  settings: CCASettings | None = None, should_stop: Callable[[], None] | None = None,
+                  on_round: Callable[[int, int, Candidate], None] | None = None) -> CCAResult:
+    """CCA in process: up to M rounds, each generator planning and executing, the discriminator judging and the
+    competitor keeping the best; the cast's brains are closed at the end."""
+    settings = settings or CCASettings()
+    try:
+        state = start(cast, settings)
+        while not state.done(settings):
+            await round_in_process(state, image, request, tools, cast, settings, should_stop)
+            if on_round:
+                on_round(state.rounds_run - 1, settings.rounds, state.best)
+        return result(state)
+    finally:
+        await close_cast(cast)

@@ -1,0 +1,275 @@
+"""What the agents measure on a photo: one table of metrics (what each is called, which side of it is a defect,
+how a request phrases it), and the statistics that read them (tone and colour on a small copy, noise, sharpness,
+the JPEG grid and BRISQUE/NIQE on native-resolution crops, structure similarity between two images).
+
+The reward bands them (``reward.py``), the perceiver finds defects in them (``photoagent/perceiver.py``), the rule
+brain phrases and checks requests with them (``rule_brain.py``, ``measure.py``).
+"""
+from __future__ import annotations
+
+import math
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Callable, Literal, Mapping
+
+import numpy as np
+from scipy import ndimage
+
+from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, per_plane, resize,
+                              resize_longest, sampled_gaussian, sobel, to_rgb)
+from ..tools.restore import grid_measures
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One statistic as the agents read it."""
+
+    name: str
+    label: str  # what it means, in a trace or a critic's answer
+    defect: Literal["low", "high", "band"] | None = None  # which side is a defect: too little, too much, either
+    banded: bool = False  # the fitted reward scores it through a band (its component reads it)
+    more: str = ""  # how a request asks for more of it ("brighter") ...
+    less: str = ""  # ... and for less ("darker")
+    min_change: float = 0.0  # the smallest change a rule critic counts as done (0: a critic does not check it)
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("white_level", "brightest tones (99.5th percentile)", "low", True),
+    Metric("black_level", "darkest tones (0.5th percentile)", "high", True),
+    Metric("mean_luma", "brightness", "band", True, "brighter", "darker", 0.02),
+    Metric("clip_bright", "share of pixels blown to white", "high", True),
+    Metric("clip_dark", "share of pixels crushed to black", "high", True),
+    Metric("rms_contrast", "contrast", "band", True, "higher in contrast", "lower in contrast", 0.01),
+    Metric("colourfulness", "colour spread", "band", True),
+    Metric("colour_cast", "colour cast", "high", True, "more tinted", "more neutral in colour", 0.01),
+    Metric("sharpness", "sharpness", "band", True, "sharper", "softer", 0.005),
+    Metric("noise_sigma", "noise", "high", True, "noisier", "less noisy", 0.0005),
+    Metric("brisque", "BRISQUE", "high", True),
+    Metric("niqe", "NIQE", "high", True),
+    Metric("veil", "dark-channel floor over the whites (a veil)", "high"),
+    Metric("chroma_noise", "colour noise", "high"),
+    Metric("grid_step", "JPEG grid step", "high"),
+    # what a critic checks but no reward scores: a preference, not a defect
+    Metric("saturation", "saturation", None, False, "more saturated", "less saturated", 0.01),
+    Metric("warmth", "warmth", None, False, "warmer", "cooler", 0.01),
+    Metric("corner_ratio", "corner-to-centre brightness", None, False, "lighter at the corners",
+           "darker at the corners", 0.02),
+)}
+CLASSIC_IQA = ("brisque", "niqe")
+
+
+# The dark channel prior (He, Sun and Tang, 2009): in a photo of a scene, almost every patch (15 px in their paper,
+# here on the <=256 px copy) has some pixel near black in some channel. A veil laid over the whole photo (fading,
+# haze, lifted blacks) lifts every patch's darkest value. The veil statistic is the 1st percentile of the dark
+# channel as a fraction of the white level, so an exposure change (a gain) leaves it where it is and only an
+# offset moves it. It is 0.00-0.078 on the project's clean scene photos (scikit-image's, tests/data/iqa; the flat
+# close-up textures clock and brick and a page of text read 0.13-0.48): VEIL_LIMIT leaves a margin above them.
+# In a black-and-white photo only shadows and dark objects keep the floor down (no colourful ones), and those
+# pale close-ups are all black-and-white: there the veil is not used.
+VEIL_LIMIT = 0.09
+# Colour noise (texture_statistics' chroma_noise, red minus blue): at most 0.0073 on the project's clean photos,
+# 0.025 on an over-sharpened astronaut, 0.03-0.11 under the defect space's noise. Never intent, unlike grain.
+CHROMA_NOISE_LIMIT = 0.025
+VEIL_PATCH = 15
+CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
+METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
+TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
+TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
+
+
+def texture_crops(img: np.ndarray) -> list[np.ndarray]:
+    """Four native-resolution crops at fixed places (the same places on every candidate of a photo)."""
+    h, w = img.shape[:2]
+    side = max(8, min(TEXTURE_SIDE, h // 2, w // 2)) if min(h, w) >= 16 else min(h, w)
+    out = []
+    for cx, cy in TEXTURE_CENTRES:
+        x0 = int(np.clip(round(cx * w - side / 2), 0, w - side))
+        y0 = int(np.clip(round(cy * h - side / 2), 0, h - side))
+        out.append(np.ascontiguousarray(img[y0:y0 + side, x0:x0 + side]))
+    return out
+
+
+def global_statistics(img: np.ndarray) -> dict[str, float]:
+    """Tone and colour statistics of a float image, on a <=256 px copy."""
+    small = resize_longest(img, METRIC_SIDE)
+    lum = luminance(small).astype(np.float32)
+    rgb = to_rgb(small)
+    black, white = np.percentile(lum, [0.5, 99.5])
+    is_gray = float(np.abs(rgb[..., 0] - rgb[..., 1]).mean() + np.abs(rgb[..., 1] - rgb[..., 2]).mean() < 0.004)
+    log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
+    cast = float(np.linalg.norm(log_rb))
+    dark = rgb.min(axis=2)  # the dark channel: a minimum over each patch, one axis after the other (3x faster)
+    for axis in (0, 1):
+        dark = ndimage.minimum_filter1d(dark, VEIL_PATCH, axis=axis, mode="nearest")
+    return {
+        "mean_luma": float(lum.mean()),
+        "rms_contrast": float(lum.std()),
+        "black_level": float(black),
+        "white_level": float(white),
+        "clip_dark": float((lum <= 0.01).mean()),
+        # the dark channel's floor over the white level: a fade or haze over everything
+        "veil": float(np.percentile(dark, 1.0) / max(float(white), 0.05)),
+        "clip_bright": float((lum >= 0.99).mean()),
+        "colourfulness": _colourfulness(rgb),
+        # the cast counts only as far as the illuminant estimators agree on it
+        "colour_cast": cast * confidence,
+        "cast_red": float(log_rb[0]),
+        "cast_blue": float(log_rb[1]),
+        "cast_confidence": confidence,
+        "is_gray": is_gray,
+    }
+
+
+def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
+    """Noise and sharpness at native resolution, from the texture crops."""
+    lums = [luminance(c).astype(np.float32) for c in crops]
+    by_size: dict[tuple[int, ...], list[np.ndarray]] = {}  # the crops have one size, except in odd cases
+    for x in lums:
+        by_size.setdefault(x.shape, []).append(x)
+    noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
+    # colour noise on red minus blue, where luminance detail mostly cancels
+    chroma = [_chroma_sigma(c) for c in crops if c.ndim == 3 and c.shape[2] >= 3 and min(c.shape[:2]) >= 3] or [0.0]
+    sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
+    # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
+    grids = [grid_measures(x) for x in lums]
+    blocks = [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)]
+    steps = [step for _, step in grids]
+    return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
+            "sharpness": float(np.mean(sharpness)),
+            "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
+
+
+def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, texture: bool = True,
+                   iqa: tuple[str, ...] = CLASSIC_IQA, known: Mapping[str, float] | None = None,
+                   pool: Executor | None = None) -> dict[str, float]:
+    """Every raw statistic the components read: tone and colour on the copy, and (``texture``) noise and
+    sharpness plus the ``iqa`` scores on the native-resolution crops (``crops``, or four taken from ``img``).
+    ``known``: statistics already measured on this same image (the search's perceiver reads them too);
+    ``pool``: a spare thread (``spare_thread``) that texture and BRISQUE run in while the rest runs here (numpy,
+    torch and OpenCV let go of the interpreter in their loops, so two cores share the work). The same values
+    either way."""
+    raw = dict(known or {})
+    iqa = tuple(k for k in iqa if k not in raw)
+    texture = texture and "noise_sigma" not in raw
+    if (texture or iqa) and crops is None:
+        crops = texture_crops(img)
+    parts: dict[str, Callable[[], dict[str, float]]] = {}  # in the order the statistics are listed
+    if "mean_luma" not in raw:
+        parts["global"] = lambda: global_statistics(img)
+    if texture:
+        parts["texture"] = lambda: texture_statistics(crops)
+    if iqa:
+        for name, score in _iqa_parts(mosaic(crops), iqa, pool).items():
+            parts[name] = lambda name=name, score=score: {name: score()}
+    aside = [k for k in ("texture", "brisque") if k in parts] if pool is not None else []
+    if len(aside) == len(parts):  # nothing left to do here meanwhile
+        aside = []
+    elsewhere = pool.submit(lambda: {k: parts[k]() for k in aside}) if aside else None
+    done = {k: part() for k, part in parts.items() if k not in aside}
+    if elsewhere is not None:
+        done.update(elsewhere.result())
+    for k in parts:
+        raw.update(done[k])
+    return raw
+
+
+def image_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None,
+                     pool: Executor | None = None) -> dict[str, float]:
+    """Raw statistics of a float image (any size): tone and colour on a <=256 px copy, noise and sharpness on
+    native-resolution crops (``crops``, or four taken from ``img`` itself); ``pool`` as for raw_statistics."""
+    return raw_statistics(img, crops, iqa=(), pool=pool)
+
+
+def _colourfulness(rgb: np.ndarray) -> float:
+    # Hasler & Suesstrunk (2003), spread term only: a global cast should not count as colour.
+    rg = rgb[..., 0] - rgb[..., 1]
+    yb = 0.5 * (rgb[..., 0] + rgb[..., 1]) - rgb[..., 2]
+    return float(math.sqrt(rg.var() + yb.var()))
+
+
+def _sharpnesses(lums: list[np.ndarray]) -> list[float]:
+    """Fine detail relative to the local contrast, of each luminance (one size): blur lowers it, a tone change
+    does not."""
+    return [float(lap.std() / (lum.std() + 0.02)) for lap, lum in zip(per_plane(laplacian, lums), lums)]
+
+
+def _chroma_sigma(crop: np.ndarray) -> float:
+    """Colour noise: sigma of red minus blue, from the median of Immerkaer's Laplacian difference (a robust
+    estimate: the colour planes of a clean photo are smooth, so edges are few and the median ignores them),
+    without the flat-region selection the luminance needs."""
+    diff = (crop[:, :, 0] - crop[:, :, 2]).astype(np.float32)
+    conv = correlate_separable(diff, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0))[1:-1, 1:-1]
+    order = (conv.size - 1) // 2
+    # the kernel's taps square to 36, and a normal's median absolute value is 0.6745 of its sigma
+    return float(np.partition(np.abs(conv).ravel(), order)[order] / (6.0 * 0.6745))
+
+
+def _noise_sigmas(lums: list[np.ndarray]) -> list[float]:
+    """Immerkaer (1996) fast noise variance estimate, sigma on a 0..1 scale, of each luminance (one size)."""
+    h, w = lums[0].shape
+    if h < 3 or w < 3:
+        return [0.0] * len(lums)
+    # the kernel [[1, -2, 1], [-2, 4, -2], [1, -2, 1]] is the outer product of [1, -2, 1] with itself
+    convs = per_plane(lambda x: correlate_separable(x, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0)), lums)
+    grads = [gx ** 2 + gy ** 2 for gx, gy in zip(per_plane(lambda x: sobel(x, 1, 0), lums),
+                                                 per_plane(lambda x: sobel(x, 0, 1), lums))]
+    out = []
+    for conv, grad in zip(convs, grads):
+        # measure on flat regions only, so texture and edges are not counted as noise
+        conv, grad = conv[1:-1, 1:-1], grad[1:-1, 1:-1]
+        # the median by partition: the same threshold as np.percentile(grad, 50) splits by, at half the cost
+        order = (grad.size - 1) // 2
+        flat = grad <= np.partition(grad.ravel(), order)[order]
+        vals = np.abs(conv[flat]) if flat.sum() > 16 else np.abs(conv)
+        out.append(float(math.sqrt(math.pi / 2.0) * vals.mean() / 6.0))
+    return out
+
+
+def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean SSIM *structure* term (local correlation) between two images' luminance, at 128 px.
+
+    Invariant to brightness and contrast changes, and at this scale to noise and its removal — those
+    are the edits we want — while dropping for crops, warps, heavy local contrast and invented content.
+    """
+    la = luminance(resize_longest(a, 128)).astype(np.float32)
+    lb = luminance(resize_longest(b, 128)).astype(np.float32)
+    if la.shape != lb.shape:
+        lb = resize(lb, (la.shape[1], la.shape[0]), "area")
+    blur = lambda x: sampled_gaussian(x, 1.5)  # noqa: E731
+    ma, mb = blur(la), blur(lb)
+    va = np.maximum(blur(la * la) - ma * ma, 0)
+    vb = np.maximum(blur(lb * lb) - mb * mb, 0)
+    cov = blur(la * lb) - ma * mb
+    c3 = (0.03 ** 2) / 2
+    return float(np.clip((cov + c3) / (np.sqrt(va * vb) + c3), -1, 1).mean())
+
+
+def mosaic(crops: list[np.ndarray]) -> np.ndarray:
+    """The texture crops side by side in two rows (one image for BRISQUE and NIQE)."""
+    half = (len(crops) + 1) // 2
+    rows = [np.concatenate(crops[:half], axis=1), np.concatenate(crops[half:] or crops[:half], axis=1)]
+    return np.concatenate(rows, axis=0)
+
+
+def _iqa_parts(img: np.ndarray, want: tuple[str, ...], pool: Executor | None = None) -> dict[str, Callable[[], float]]:
+    """BRISQUE and NIQE of an image as two calls that can run at the same time (they share its gray levels
+    and, when NIQE reads the whole image, its half-size copy). NIQE needs 192 px on the short side; smaller
+    images are upscaled to that first. NIQE's call hands its coarse scale to ``pool`` (call it from another
+    thread than the pool's)."""
+    from .iqa import NIQE_BLOCK, brisque, imresize_half, niqe, to_gray255
+
+    gray = to_gray255(img)
+    short = min(gray.shape)
+    whole_blocks = short >= 2 * NIQE_BLOCK and all(n % NIQE_BLOCK == 0 for n in gray.shape)
+    half = imresize_half(gray) if {"brisque", "niqe"} <= set(want) and whole_blocks else None
+    parts: dict[str, Callable[[], float]] = {}
+    if "brisque" in want:
+        # too small to measure: NaN
+        parts["brisque"] = (lambda: brisque(gray, half)) if short >= 16 else (lambda: float("nan"))
+    if "niqe" in want:
+        big = gray
+        if short < 2 * NIQE_BLOCK:
+            f = 2 * NIQE_BLOCK / short
+            big = resize(gray, (math.ceil(gray.shape[1] * f), math.ceil(gray.shape[0] * f)), "cubic")
+        parts["niqe"] = lambda: niqe(big, half, pool)
+    return parts

@@ -1,0 +1,105 @@
+"""Where things live: the layers import downward only, and the node modules import one another in no circle.
+
+tools/ (image operations, model tools) never imports agents/ or nodes/; agents/ (the systems, in pure Python)
+never imports nodes/ or ComfyUI; nodes/ are the adapters. Each system has one agent module and one node module."""
+import ast
+from pathlib import Path
+
+from helpers import PACK_ROOT
+
+COMFY_MODULES = ("comfy", "comfy_api", "comfy_execution", "comfy_extras", "folder_paths", "server", "nodes",
+                 "execution", "latent_preview", "node_helpers")
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) of every import in ``path``: level 0 is absolute, 1 is ``from .x``, 2 ``from ..x``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level and not module:  # from . import a, b
+                out += [(node.level, alias.name) for alias in node.names]
+            else:
+                out.append((node.level, module))
+    return out
+
+
+def package_of(path: Path) -> tuple[str, ...]:
+    return path.relative_to(PACK_ROOT).with_suffix("").parts
+
+
+def resolve(path: Path, level: int, module: str) -> tuple[str, ...]:
+    """The pack-relative dotted path an import names (absolute imports are left as they are)."""
+    if level == 0:
+        return tuple(module.split("."))
+    base = package_of(path)[:-level]  # a module's (or __init__'s) own package, then up
+    return base + tuple(p for p in module.split(".") if p)
+
+
+def pack_imports(folder: str) -> dict[Path, set[tuple[str, ...]]]:
+    return {p: {resolve(p, lvl, mod) for lvl, mod in imports(p)} for p in (PACK_ROOT / folder).rglob("*.py")}
+
+
+def test_tools_import_neither_agents_nor_nodes_nor_comfyui():
+    found = {(p.name, ".".join(m)) for p, mods in pack_imports("tools").items() for m in mods
+             if m[0] in ("agents", "nodes") or (len(m) and m[0] in COMFY_MODULES and m[0] != "nodes")}
+    assert not found, f"tools/ reaches up: {sorted(found)}"
+
+
+def test_agents_import_neither_nodes_nor_comfyui():
+    found = set()
+    for p, mods in pack_imports("agents").items():
+        for lvl, mod in imports(p):
+            if lvl == 0 and mod.split(".")[0] in COMFY_MODULES:
+                found.add((p.name, mod))
+        found |= {(p.name, ".".join(m)) for m in mods if m[:1] == ("nodes",)}
+    assert not found, f"agents/ reaches ComfyUI or the nodes: {sorted(found)}"
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle in a directed graph, each once (from its smallest node)."""
+    found = []
+
+    def walk(start, node, path):
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == start:
+                found.append(path[:])
+            elif nxt > start and nxt not in path:
+                walk(start, nxt, path + [nxt])
+    for start in sorted(graph):
+        walk(start, start, [start])
+    return found
+
+
+def test_the_node_modules_import_one_another_in_no_circle():
+    graph = {}
+    for p, mods in pack_imports("nodes").items():
+        name = p.stem
+        graph[name] = {m[1] for m in mods if m[:1] == ("nodes",) and len(m) > 1 and m[1] != name}
+    assert graph["cca"] and "common" in graph["cca"]  # the graph is read (the CCA nodes use the shared pieces)
+    assert not cycles(graph), f"node modules in a circle: {cycles(graph)}"
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_each_system_has_its_agent_module_and_its_node_module():
+    for system, agent in (("cca", "agents/cca.py"), ("imagagent", "agents/imagagent.py"),
+                          ("photoagent", "agents/photoagent/search.py")):
+        assert (PACK_ROOT / agent).is_file() and (PACK_ROOT / "nodes" / f"{system}.py").is_file()
+
+
+def test_every_python_package_of_the_pack_is_installed():
+    """pyproject lists the packages by hand (the pack's root is the package): a new sub-package left out would be
+    missing from a non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACK_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"edit_agents"} | {"edit_agents." + ".".join(p.parent.relative_to(PACK_ROOT).parts)
+                               for folder in ("agents", "tools", "nodes", "cli")
+                               for p in (PACK_ROOT / folder).rglob("__init__.py")}
+    assert "edit_agents.agents.photoagent" in found and found <= listed, f"not installed: {sorted(found - listed)}"
