@@ -58,7 +58,7 @@ def main() -> int:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=2)
         page.goto(server.url, wait_until="domcontentloaded")
-        page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+        page.wait_for_function("() => { const e = window.app && window.app.extensions && window.app.extensions.find((x) => x.name === 'editagents.core'); return !!(e && e.loaded); }", timeout=60_000)
         page.evaluate("""async () => {
             const settings = window.app.extensionManager.setting;
             await settings.set('Comfy.Minimap.Visible', false);

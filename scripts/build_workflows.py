@@ -10,6 +10,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from edit_agents import SAMPLE_IMAGE
 from edit_agents.cli.server import LocalServer
 from edit_agents.cli.workflow import api_to_ui
 
@@ -26,7 +27,8 @@ def brain(boldness: float = 1.0) -> dict:
     return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "rule_boldness": boldness}}
 
 
-def load(image: str = "chelsea.png") -> dict:
+def load(image: str = SAMPLE_IMAGE.name) -> dict:
+    """The Load Image of every workflow: the sample photo the pack copies into ComfyUI's input folder."""
     return {"class_type": "LoadImage", "inputs": {"image": image}}
 
 

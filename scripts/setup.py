@@ -7,6 +7,8 @@ already done, so a second run takes seconds. Environment knobs:
   COMFYUI_DIR        use the user's own ComfyUI checkout (only link the pack into it)
   COMFYUI_REF        git ref to clone when the network allows it (default v0.3.75)
   EDIT_AGENTS_SKIP_CHROMIUM=1  do not try to install Debian's Chromium
+  EDIT_AGENTS_SKIP_CHECK_TOOLS=1  do not install the ecosystem's checkers (comfy-cli, comfy-test, ESLint);
+                               tests/test_ecosystem_checks.py then skips those checks
 """
 from __future__ import annotations
 
@@ -36,6 +38,14 @@ TORCH_SPECS = {
 }
 # ComfyUI's requirements name these; the pack must never reinstall the user's torch.
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+
+# The ecosystem's own checkers, run by tests/test_ecosystem_checks.py. comfy-cli and comfy-test pull in many
+# packages of their own, so they get a venv of their own (never the one ComfyUI runs in); ESLint comes from npm.
+# ruff is in requirements-dev.txt. Pinned: their rules change between releases.
+CHECK_TOOLS_VENV = STATE / "tools"
+CHECK_TOOLS = ["comfy-cli==1.23.0", "comfy-test==0.4.15"]
+ESLINT_DIR = STATE / "eslint"
+ESLINT = "eslint@9.39.5"
 
 timings: list[tuple[str, float, str]] = []
 
@@ -242,6 +252,44 @@ def ensure_chromium() -> str:
     return "installed Debian's chromium"
 
 
+@step("check tools")
+def ensure_check_tools() -> str:
+    if os.environ.get("EDIT_AGENTS_SKIP_CHECK_TOOLS"):
+        return "skipped (EDIT_AGENTS_SKIP_CHECK_TOOLS is set)"
+    done = []
+    tools_python = CHECK_TOOLS_VENV / "bin" / "python"
+    digest = " ".join(CHECK_TOOLS)
+    if stamp_ok("check-tools", digest) and (CHECK_TOOLS_VENV / "bin" / "comfy").exists() \
+            and (CHECK_TOOLS_VENV / "bin" / "comfy-test").exists():
+        done.append("comfy-cli, comfy-test up to date")
+    else:
+        try:
+            if not tools_python.exists():
+                run([sys.executable, "-m", "venv", CHECK_TOOLS_VENV])
+            run([tools_python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *CHECK_TOOLS])
+            write_stamp("check-tools", digest)
+            done.append(f"installed {', '.join(CHECK_TOOLS)} into {CHECK_TOOLS_VENV}")
+        except (subprocess.SubprocessError, OSError) as err:
+            log(f"warning: could not install {', '.join(CHECK_TOOLS)} ({err}); their tests will fail until it works")
+            done.append("comfy-cli, comfy-test NOT installed")
+    eslint = ESLINT_DIR / "node_modules" / ".bin" / "eslint"
+    npm = shutil.which("npm")
+    if stamp_ok("eslint", ESLINT) and eslint.exists():
+        done.append("ESLint up to date")
+    elif not npm or not shutil.which("node"):
+        done.append("ESLint skipped: node.js/npm not found (install nodejs and npm for the ESLint check)")
+    else:
+        try:
+            ESLINT_DIR.mkdir(parents=True, exist_ok=True)
+            run([npm, "install", "--prefix", ESLINT_DIR, "--no-audit", "--no-fund", "--silent", ESLINT])
+            write_stamp("eslint", ESLINT)
+            done.append(f"installed {ESLINT} into {ESLINT_DIR}")
+        except (subprocess.SubprocessError, OSError) as err:
+            log(f"warning: could not install {ESLINT} ({err}); the ESLint test will fail until it works")
+            done.append("ESLint NOT installed")
+    return "; ".join(done)
+
+
 def main() -> None:
     t0 = time.monotonic()
     ensure_venv()
@@ -253,6 +301,7 @@ def main() -> None:
     ensure_requirements()
     ensure_link()
     ensure_chromium()
+    ensure_check_tools()
     total = time.monotonic() - t0
     log("summary:")
     for name, dt, outcome in timings:

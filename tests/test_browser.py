@@ -30,6 +30,16 @@ def page(comfy_server, object_info, tmp_path_factory):  # object_info first: it 
         browser.close()
 
 
+EXTENSION = "window.app.extensions.find((e) => e.name === 'editagents.core')"
+
+
+def wait_for_extension(page) -> None:
+    """Until the pack's extension has run its setup: read from the app's own list of extensions (the extension
+    writes nothing on ``window``)."""
+    page.wait_for_function(f"() => {{ const e = window.app && window.app.extensions && {EXTENSION}; return !!(e && e.loaded); }}",
+                           timeout=60_000)
+
+
 def close_dialogs(page) -> None:
     """A fresh profile opens the template browser over the canvas: close it before a screenshot."""
     for _ in range(3):
@@ -49,7 +59,7 @@ def load_with_photo(page, comfy_server, workflow_name: str, photo, filename: str
     from PIL import Image
     from helpers import WORKFLOWS, load_json
 
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     Image.fromarray((np.clip(photo, 0, 1) * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / filename)
     workflow = load_json(WORKFLOWS / workflow_name)
     next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = filename
@@ -75,7 +85,7 @@ def open_trace_panel(page) -> None:
 
 
 def test_extension_and_nodes_are_loaded(page, artifacts):
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     registered = page.wait_for_function(
         """() => {
             const types = window.LiteGraph && window.LiteGraph.registered_node_types;
@@ -85,7 +95,9 @@ def test_extension_and_nodes_are_loaded(page, artifacts):
         }""", timeout=60_000).json_value()
     assert {"EditAgentsPhotoAgent", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView"} <= set(registered)
     extensions = page.evaluate("() => window.app.extensions.map((e) => e.name)")
-    assert "EditAgents.Core" in extensions
+    assert "editagents.core" in extensions
+    # the extension keeps its state to itself: nothing of the pack's on the shared window (comfy-test's lint)
+    assert page.evaluate("() => Object.keys(window).filter((k) => /edit_?agents/i.test(k))") == []
     page.screenshot(path=str(artifacts / "frontend.png"))
     ours = [e for e in page.errors if "edit_agents" in e.lower() or "editagents" in e.lower()]
     assert not ours, ours
@@ -94,7 +106,7 @@ def test_extension_and_nodes_are_loaded(page, artifacts):
 def test_offline_workflow_loads_with_no_missing_nodes(page, artifacts):
     from helpers import WORKFLOWS, load_json
 
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     workflow = load_json(WORKFLOWS / "photoagent_offline.json")
     loaded = page.evaluate(
         """async (wf) => {
@@ -111,7 +123,7 @@ def test_offline_workflow_loads_with_no_missing_nodes(page, artifacts):
 def test_every_shipped_workflow_loads_with_its_widgets(page, artifacts):
     from helpers import WORKFLOWS, load_json
 
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     for path in sorted(WORKFLOWS.glob("*.json")):
         workflow = load_json(path)
         loaded = page.evaluate(
@@ -143,7 +155,7 @@ def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_se
     roles = set(steps.evaluate_all("els => els.map((e) => e.dataset.role)"))
     assert steps.count() >= 5 and {"reward", "planner", "loop"} <= roles
     assert page.locator(".ea-step .ea-thumb").count() >= 2  # thumbnails of the input and the accepted edits
-    store = page.evaluate("() => { const r = window.__editAgentsTrace.latest(); return {n: r.steps.length, id: r.promptId}; }")
+    store = page.evaluate("() => { const r = window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.latest(); return {n: r.steps.length, id: r.promptId}; }")
     history = page.evaluate("async (id) => (await (await fetch(`/api/history/${id}`)).json())", store["id"])
     published = [o["edit_agents_trace"][0] for o in history[store["id"]]["outputs"].values() if "edit_agents_trace" in o]
     assert store["n"] == steps.count() == len(published[0]["steps"])  # every step, once
@@ -181,9 +193,9 @@ def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server,
     from edit_agents.cli.workflow import ui_to_api
 
     workflow = load_with_photo(page, comfy_server, "unrolled_rounds.json", photos["coffee"] * 0.6, "dim_coffee.png")
-    before = page.evaluate("() => window.__editAgentsTrace.runs.length")
+    before = page.evaluate("() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.runs.length")
     press_run(page)
-    page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
+    page.wait_for_function("(n) => { const r = window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
                            arg=before, timeout=240_000)
     previews = page.wait_for_function(
         """() => {
@@ -209,7 +221,7 @@ def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server,
     steps = page.locator(".ea-step")
     total = steps.count()
     page.locator("[data-filter=round]").select_option("1")
-    rounds = page.evaluate("() => window.__editAgentsTrace.latest().steps.filter((s) => s.round === 1).length")
+    rounds = page.evaluate("() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.latest().steps.filter((s) => s.round === 1).length")
     assert 0 < steps.count() == rounds < total
     page.locator("[data-filter=round]").select_option("")
     page.evaluate("() => window.app.canvas.setDirty(true, true)")
@@ -219,7 +231,7 @@ def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server,
 def test_template_browser_shows_the_workflows_with_their_thumbnails_and_opens_one(page, artifacts):
     from helpers import WORKFLOWS
 
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     close_dialogs(page)
     page.evaluate("() => window.app.extensionManager.command.execute('Comfy.BrowseTemplates')")
     dialog = page.locator("[role=dialog]").first
@@ -240,15 +252,15 @@ def test_template_browser_shows_the_workflows_with_their_thumbnails_and_opens_on
 def test_works_with_the_vue_nodes_renderer(page, comfy_server, photos, artifacts):
     """With the frontend's "Nodes 2.0" (Vue) renderer on: the workflow loads, runs from the Run button, the
     trace panel fills and the Planner's plan preview shows inside its Vue node."""
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     settings = "window.app.extensionManager.setting"
     page.evaluate(f"async () => {{ await {settings}.set('Comfy.VueNodes.Enabled', true); }}")
     try:
         load_with_photo(page, comfy_server, "unrolled_rounds.json", photos["rocket"] * 0.7, "dim_rocket.png")
         page.wait_for_selector("[data-node-id]", timeout=20_000)  # nodes are Vue components now
-        before = page.evaluate("() => window.__editAgentsTrace.runs.length")
+        before = page.evaluate("() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.runs.length")
         press_run(page)
-        page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
+        page.wait_for_function("(n) => { const r = window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
                                arg=before, timeout=240_000)
         planner_id = page.evaluate("() => String(window.app.graph._nodes.find((n) => n.type === 'EditAgentsPlanner').id)")
         preview = page.locator(f"[data-node-id='{planner_id}'] .ea-node-preview")
@@ -264,7 +276,7 @@ def test_works_with_the_vue_nodes_renderer(page, comfy_server, photos, artifacts
 def test_node_help_shows_the_generated_help_page(page, artifacts):
     """Select a Planner and press the selection toolbox's info button: the frontend's help panel shows
     web/docs/EditAgentsPlanner.md (the inputs table with each tooltip)."""
-    page.wait_for_function("window.__editAgentsLoaded === true", timeout=60_000)
+    wait_for_extension(page)
     close_dialogs(page)
     page.evaluate("""() => {
         window.app.graph.clear();
@@ -298,18 +310,18 @@ def test_trace_panel_shows_tokens_and_cost_of_a_vlm_run(page, comfy_server, phot
         set('EditAgentsBrain', {provider: 'custom', model: 'scripted-vlm', base_url: url});
         set('EditAgentsMCTSPlanner', {simulations: 6, max_steps: 2});
     }""", llm.url)
-    before = page.evaluate("() => window.__editAgentsTrace.runs.length")
+    before = page.evaluate("() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.runs.length")
     press_run(page)
-    page.wait_for_function("(n) => { const r = window.__editAgentsTrace.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
+    page.wait_for_function("(n) => { const r = window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.runs; return r.length > n && r[r.length - 1].status === 'done'; }",
                            arg=before, timeout=240_000)
     open_trace_panel(page)
     page.locator(".ea-tab[data-view=steps]").click()
     calls = [s for s in llm.seen if s.role == "perceiver"]
     status = page.locator(".ea-status").inner_text()
-    tokens = page.evaluate("() => window.__editAgentsTrace.latest().steps.reduce((t, s) => t + (s.tokens || 0), 0)")
+    tokens = page.evaluate("() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.latest().steps.reduce((t, s) => t + (s.tokens || 0), 0)")
     assert calls and tokens > 0 and f"{tokens} tokens" in status
     page.locator("[data-filter=role]").select_option("perceiver")
-    perceiver_steps = page.evaluate("() => window.__editAgentsTrace.latest().steps.filter((s) => s.role === 'perceiver')")
+    perceiver_steps = page.evaluate("() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.latest().steps.filter((s) => s.role === 'perceiver')")
     assert page.locator(".ea-step").count() == len(perceiver_steps)
     assert len([s for s in perceiver_steps if s.get("tokens")]) == len(calls)  # each VLM call, with its tokens
     page.locator(".ea-step summary").first.click()

@@ -1,5 +1,6 @@
 """The README and the node help pages stay true to the code they describe (`make docs` regenerates them)."""
 import importlib.util
+import re
 
 import pytest
 
@@ -71,3 +72,43 @@ def test_node_help_pages_are_served_where_the_frontend_looks(comfy_server, comfy
 def test_the_two_commands_come_first():
     head = "\n".join(README.splitlines()[:20])
     assert "make demo" in head and "make test" in head
+
+
+README_MAX_LINES = 420  # a README for users; figures, papers and history live in docs/ and CHANGELOG.md
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(markdown: str) -> set[str]:
+    """The heading anchors GitHub makes: lower case, punctuation dropped, spaces to hyphens, repeats numbered."""
+    seen: dict[str, int] = {}
+    out = set()
+    in_code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not line.startswith("#"):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+def test_the_readme_stays_short():
+    assert len(README.splitlines()) <= README_MAX_LINES, "move detail to docs/ and link to it"
+
+
+def test_every_relative_link_in_the_docs_points_to_something_that_exists():
+    pages = [PACK_ROOT / "README.md", PACK_ROOT / "CHANGELOG.md", *sorted((PACK_ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file.read_text()):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken

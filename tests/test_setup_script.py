@@ -50,6 +50,6 @@ def test_pyproject_lists_the_requirements_literally_and_registry_fields_are_fill
     assert any(d.startswith("comfyui-frontend-package>=") for d in listed)
     comfy, urls = project["tool"]["comfy"], project["project"]["urls"]
     assert comfy["Icon"].endswith("web/icon.svg") and (root / "web" / "icon.svg").exists()
-    assert {"Repository", "Documentation", "Bug Tracker"} <= set(urls)
+    assert {"Homepage", "Repository", "Documentation", "Issues"} <= set(urls)  # the keys the Registry reads
     assert project["project"]["license"] == {"file": "LICENSE"} and (root / "LICENSE").exists()
     assert "BRISQUE" in (root / "NOTICE").read_text() and (root / ".github" / "workflows" / "publish.yml").exists()

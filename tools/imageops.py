@@ -374,7 +374,7 @@ def _correlate_tiled(x, kx: np.ndarray, ky: np.ndarray, border: str):
     import torch
 
     h, w, c = x.shape
-    py, px = len(ky) // 2, len(kx) // 2
+    py = len(ky) // 2
     out = torch.from_numpy(_touched(np.empty((h, w, c), x.numpy().dtype)))
     if len(ky) > DIRECT_TAPS:
         block = 32 if py < 64 else 64

@@ -10,12 +10,15 @@ const HISTORY_KEY = "edit_agents_trace"; // a Trace View node's output in /histo
 const PREVIEW_WIDGET = "edit_agents_preview";
 
 const store = new TraceStore();
+const STYLESHEET = new URL("./edit_agents.css", import.meta.url).href;
 
-function addStylesheet() {
+// The pack's stylesheet, linked from inside the pack's own elements (the panel, each preview widget) rather
+// than injected into the shared <head>: every selector in it is namespaced `.ea-`.
+function stylesheetLink() {
   const link = document.createElement("link");
   link.rel = "stylesheet";
-  link.href = new URL("./edit_agents.css", import.meta.url).href;
-  document.head.append(link);
+  link.href = STYLESHEET;
+  return link;
 }
 
 // Runs the server still remembers: their Trace View outputs (so a reloaded page shows the last run).
@@ -51,6 +54,9 @@ function showPreview(node, text) {
   if (!widget) {
     const box = document.createElement("div");
     box.className = "ea-node-preview";
+    const text = document.createElement("div");
+    text.className = "ea-node-preview-text";
+    box.append(stylesheetLink(), text);
     widget = node.addDOMWidget(PREVIEW_WIDGET, "edit_agents_preview", box, {
       serialize: false, // never saved in the workflow or sent to the server
       hideOnZoom: false,
@@ -59,18 +65,20 @@ function showPreview(node, text) {
     });
     widget.serialize = false;
   }
-  widget.element.textContent = text;
+  widget.element.querySelector(".ea-node-preview-text").textContent = text;
   node.setSize([node.size[0], Math.max(node.size[1], node.computeSize()[1])]);
   node.setDirtyCanvas?.(true, true);
 }
 
 app.registerExtension({
-  name: "EditAgents.Core",
+  name: "editagents.core",
+  // What the panel shows, for tests and users: app.extensions.find((e) => e.name === "editagents.core").traceStore
+  traceStore: store,
+  loaded: false, // true once setup() has run
 
   async setup() {
-    addStylesheet();
     listen();
-    const panel = new TracePanel(store, { loadHistory: () => loadHistory().catch((err) => console.warn("Edit Agents:", err)) });
+    const panel = new TracePanel(store, { stylesheet: stylesheetLink, loadHistory: () => loadHistory().catch((err) => console.warn("Edit Agents:", err)) });
     app.extensionManager.registerSidebarTab({
       id: "edit-agents-trace",
       icon: "pi pi-sitemap",
@@ -81,9 +89,7 @@ app.registerExtension({
       destroy: () => panel.unmount(),
     });
     loadHistory().catch((err) => console.warn("Edit Agents: could not read /history:", err));
-    // Tests and users can check: the extension is loaded, and read what the panel shows.
-    window.__editAgentsLoaded = true;
-    window.__editAgentsTrace = store;
+    this.loaded = true;
   },
 
   nodeCreated(node) {

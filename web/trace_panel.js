@@ -195,10 +195,13 @@ function renderTreeNodeDetail(node) {
 // -- the panel -------------------------------------------------------------------------------
 
 export class TracePanel {
-  constructor(store, { loadHistory } = {}) {
+  // stylesheet: makes the <link> to the pack's CSS, kept inside the panel (not in the shared <head>)
+  constructor(store, { loadHistory, stylesheet } = {}) {
     this.store = store;
     this.loadHistory = loadHistory;
+    this.stylesheet = stylesheet ? stylesheet() : null;
     this.container = null;
+    this.body = null; // what render() rewrites; the stylesheet link beside it stays put
     this.filters = { agent: "", round: "", role: "" };
     this.runId = null; // null: follow the latest run
     this.view = "steps";
@@ -212,11 +215,14 @@ export class TracePanel {
     if (this.container === container) return;
     this.container = container;
     container.classList.add("ea-panel");
+    this.body = el("div", { class: "ea-panel-body" });
+    container.replaceChildren(...(this.stylesheet ? [this.stylesheet] : []), this.body);
     this.render();
   }
 
   unmount() {
     this.container = null;
+    this.body = null;
   }
 
   currentRun() {
@@ -231,9 +237,9 @@ export class TracePanel {
   }
 
   render() {
-    const root = this.container;
-    if (!root) return;
-    const scroll = root.scrollTop;
+    const root = this.body;
+    if (!root || !this.container) return;
+    const scroll = this.container.scrollTop;
     root.replaceChildren();
     const run = this.currentRun();
     const header = el("div", { class: "ea-header" },
@@ -265,7 +271,7 @@ export class TracePanel {
         onclick: () => { this.view = "tree"; this.render(); } })));
     if (this.view === "tree" && trees.length) this.renderTreeView(root, trees);
     else this.renderSteps(root, run);
-    root.scrollTop = scroll;
+    this.container.scrollTop = scroll;
   }
 
   renderSteps(root, run) {
