@@ -133,11 +133,14 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
                 suffix = Path(info["filename"]).suffix or ".png"
                 dest = out_dir / f"{stem}_{node_id}_{i}{suffix}"
                 outcome.files.append(await client.download(info, dest))
-            for trace in out.get(HISTORY_KEY, []):
-                dest = out_dir / ("trace.json" if args.command == "run" else f"{stem}.trace.json")
-                dest.write_text(json.dumps(trace, indent=1))
-                outcome.files.append(dest)
-                outcome.summary = trace.get("summary", {})
+        traces = [(node_id, trace) for node_id, out in result.outputs.items() for trace in out.get(HISTORY_KEY, [])]
+        for node_id, trace in traces:
+            # one Trace View: trace.json; several: each named by its node, so none overwrites another
+            tag = f"_{node_id}" if len(traces) > 1 else ""
+            dest = out_dir / (f"trace{tag}.json" if args.command == "run" else f"{stem}{tag}.trace.json")
+            dest.write_text(json.dumps(trace, indent=1))
+            outcome.files.append(dest)
+            outcome.summary = trace.get("summary", {})
         outcome.ok = True
         if not getattr(args, "keep_history", True):
             await client.forget(result.prompt_id)  # the outputs are on disk now

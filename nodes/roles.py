@@ -117,7 +117,9 @@ class Executor(Rerunnable, io.ComfyNode):
             for sub in plan.plan.subtasks[start:]:
                 w = where(tr, plan.agent, round=plan.round, subtask=sub.index)
                 if plan.chains and len(plan.chains) == len(plan.plan.subtasks) and feedback is None:
-                    chain = plan.chains[sub.index]  # decided already (e.g. by the Perceiver)
+                    chain = plan.chains[sub.index]  # decided already (e.g. by the Perceiver): run as it is
+                    tr.add("executor", plan.agent, f"run as proposed: {', '.join(c.label() for c in chain)}",
+                           round=plan.round, subtask=sub.index, outputs={"chain": [c.as_dict() for c in chain]})
                 else:  # the earlier plan's matching subtask (by goal, then tool): its chain and its feedback
                     previous, fb = (roles.earlier_attempt(feedback.plan, feedback.chains, feedback.feedback, sub)
                                     if feedback is not None else (None, None))

@@ -183,6 +183,36 @@ WORKFLOW_GRAPHS = {
              "`models/clip-hf/` and an aesthetic head in `models/aesthetic/` add those (skipped with a note when "
              "missing); generative tools need their models in `models/diffusers/`.",
     ),
+    "building_blocks.json": dict(
+        prompt={
+            "img": load(),
+            "defect": {"class_type": "EditAgentsApplyTools", "inputs": {
+                "image": ["img", 0],
+                "chain": json.dumps([{"tool": "contrast", "params": {"amount": -0.5}}])}},
+            "look": role("EditAgentsPerceiver", image=["defect", 0], k=1, mood=""),
+            "run": role("EditAgentsExecutor", image=["defect", 0], plan=["look", 0], trace=["look", 1]),
+            "enhance": {"class_type": "EditAgentsPhotoAgent", "inputs": {
+                "image": ["defect", 0], "max_steps": 3, "candidates": 8, "top_k": 2, "patience": 1, "min_gain": 0.01,
+                "preview_side": 384}},
+            "degraded": {"class_type": "PreviewImage", "inputs": {"images": ["defect", 0]}},
+            "proposed": {"class_type": "PreviewImage", "inputs": {"images": ["run", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["enhance", 0],
+                                                           "filename_prefix": "edit_agents/building_blocks"}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["run", 2]}},
+            "enhance_trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["enhance", 2]}},
+        },
+        titles={"img": "Input Image", "defect": "Apply Tools: make a defect", "look": "Perceiver",
+                "run": "Executor: the proposal as it is", "enhance": "PhotoAgent (enhance)",
+                "degraded": "The photo with the defect", "proposed": "After the Perceiver's proposal",
+                "trace": "Trace: Perceiver and Executor", "enhance_trace": "Trace: PhotoAgent (enhance)"},
+        note="## Building blocks\n\n**Apply Tools** runs a fixed chain of tools, written as JSON (no agent): here it "
+             "halves the contrast, to make a flat photo to fix. The **Perceiver** looks at the result and proposes K "
+             "edits (here 1), each with the measurement behind it; the **Executor** runs them, in order, as proposed. "
+             "**PhotoAgent (enhance)** does the same job on its own, greedily: each step it tries the perceiver's "
+             "proposals on a small copy, re-runs the best at full size and keeps one only if the reward says the "
+             "photo got better.\n\nRuns **offline**: the rule perceiver and the classic tools. For the paper's "
+             "search, see the MCTS Planner in `photoagent_offline.json`.",
+    ),
 }
 
 

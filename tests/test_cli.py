@@ -37,6 +37,18 @@ def test_run_writes_image_and_trace(comfy_server, photos, tmp_path):
     assert "score" in r.stdout and "->" in r.stdout
 
 
+def test_a_workflow_with_two_trace_views_writes_both_traces(comfy_server, tmp_path):
+    """building_blocks.json has a Trace View per branch; run on its own sample photo (no --image)."""
+    out = tmp_path / "out"
+    r = cli("run", str(WORKFLOWS / "building_blocks.json"), "--out", str(out), "--server", comfy_server.url)
+    assert r.returncode == 0, r.stderr
+    titles = sorted(json.loads(p.read_text())["title"] for p in out.glob("trace_*.json"))
+    assert len(titles) == 2 and not (out / "trace.json").exists(), titles
+    assert titles[0] == "Perceiver" and titles[1].startswith("PhotoAgent enhance")
+    executor = json.loads(next(p for p in out.glob("trace_*.json") if "Perceiver" in p.read_text()).read_text())
+    assert any(s["role"] == "executor" and s["action"].startswith("run as proposed") for s in executor["steps"])
+
+
 def test_run_starts_its_own_server_when_none_is_given(photos, tmp_path):
     src = save(photos["chelsea"][::2, ::2], tmp_path / "cat.png")
     r = cli("run", OFFLINE, "--image", str(src), "--out", str(tmp_path / "o"), "--quiet")

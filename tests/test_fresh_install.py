@@ -19,7 +19,8 @@ from edit_agents.cli.workflow import ui_to_api
 from helpers import WORKFLOWS, load_json
 
 SAMPLE = edit_agents.SAMPLE_IMAGE
-RUN_TO_THE_END = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json"}
+RUN_TO_THE_END = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json",
+                  "building_blocks.json"}
 NEEDS_A_CHECKPOINT = {"edit_with_checkpoint.json"}
 NEEDS_A_VLM = {"photoagent.json"}
 

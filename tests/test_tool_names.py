@@ -73,6 +73,7 @@ def test_the_shipped_workflows_name_only_existing_tools():
             for value in node.get("widgets_values") or []:
                 if isinstance(value, str) and re.match(r"\s*\[\s*\{", value):
                     chains.extend((path.name, call["tool"]) for call in json.loads(value))
+    assert any(file == "building_blocks.json" for file, _ in chains)  # the chain of its Apply Tools is read
     missing = sorted(f"{file}: {tool}" for file, tool in chains if tool not in NAMES)
     assert not missing, f"workflow chains naming no tool: {missing}"
 
