@@ -227,3 +227,23 @@ def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
         for action in (a for a in seen.actions if a.tool == "saturation"):
             spread = image_statistics(tools.call("saturation", garish, action.params)[0])["colourfulness"]
             assert min(COLOURFUL_TARGETS) - 0.03 < spread < max(COLOURFUL_TARGETS) + 0.03, (name, action.label())
+
+
+def test_blown_whites_with_a_bright_mean_read_as_over_exposure_even_over_deep_blacks(photos):
+    """More light in linear light clips the whites of a photo whose blacks stay deep (the astronaut's space); the
+    over-exposure finding used to need lifted blacks. A dark scene with a lamp blown to white is not over-exposed."""
+    from defects import to_linear, to_srgb
+
+    from edit_agents.agents.photoagent.perceiver import OVER_MEAN
+
+    astronaut = np.ascontiguousarray(resize_longest(photos["astronaut"], 256))
+    assert not next(f for f in perceive(astronaut).findings if f.check == "over-exposure").defect
+    bright = to_srgb(np.clip(to_linear(astronaut) * 2.5, 0, 1)).astype(np.float32)
+    stats = image_statistics(bright)
+    assert stats["black_level"] < 0.02 and stats["mean_luma"] > OVER_MEAN and stats["clip_bright"] > 0.1
+    seen = perceive(bright)
+    assert next(f for f in seen.findings if f.check == "over-exposure").defect
+    assert {"gamma", "exposure"} <= {a.tool for a in seen.actions}
+    night = np.full((256, 256, 3), 0.08, np.float32)
+    night[96:160, 96:160] = 1.0  # a lamp: 6% of the pixels blown, the mean low
+    assert not next(f for f in perceive(night).findings if f.check == "over-exposure").defect

@@ -30,7 +30,11 @@ NIGHT_UNDER_WHITE = 0.45  # the same, for a night or low-key scene, whose highli
 LIFTED_BLACK = 0.15  # the darkest 0.5% are at least this bright ...
 COMPRESSED_RANGE = 0.7  # ... and the tones span less than this: a washed-out, low-contrast photo
 OVER_CLIPPED = 0.03  # this share of pixels blown to white ...
-OVER_BLACK = 0.08  # ... with the blacks lifted past this: over-exposure
+OVER_BLACK = 0.08  # ... with the blacks lifted past this, or
+# ... the mean above this: over-exposure. Clean photos blow at most 0.7% of their pixels, so the clipped share is
+# the evidence; the mean keeps out a lamp or window blown in a dark scene and an S-curve's clipped whites
+# (chosen on the clipped-highlights and s-curve families, measured on over-gain-linear: docs/generalisation.md)
+OVER_MEAN = 0.55
 CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
 NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
@@ -164,8 +168,9 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             calls += _at("levels", "black", points[-1:], why, gamma=0.8)
     out.append((Finding("veil", veil, VEIL_LIMIT, veiled, why), calls))
 
-    over = stats["clip_bright"] > OVER_CLIPPED and black > OVER_BLACK and not (scene == "high-key" and stats["clip_bright"] < 0.1)
-    why = f"{stats['clip_bright']:.1%} of pixels blown, blacks at {black:.2f}"
+    over = stats["clip_bright"] > OVER_CLIPPED and (black > OVER_BLACK or stats["mean_luma"] > OVER_MEAN) and not (scene == "high-key" and stats["clip_bright"] < 0.1)
+    why = (f"{stats['clip_bright']:.1%} of pixels blown (limit {OVER_CLIPPED:.0%}), blacks at {black:.2f} (limit "
+           f"{OVER_BLACK}), mean {stats['mean_luma']:.2f} (limit {OVER_MEAN})")
     calls = []
     if over:
         calls = (_at("gamma", "gamma", (0.8, 0.65), why) + _full_range(span, (0.3,), why)
