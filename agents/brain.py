@@ -42,6 +42,17 @@ class BrainRequest:
     # what a schema cannot say: the answer's meaning (an index in range, a step reading an earlier step, ...);
     # returns the problem, quoted back when the brain is re-asked, or None
     check: Callable[[dict[str, Any]], str | None] | None = field(default=None, repr=False)
+    # what is wrong but unambiguous to mend (a forward dependency to drop): mends ``data`` in place and returns
+    # a note per mend. Tool parameters beyond their bounds are clamped for every request (``clamp_numbers``).
+    repair: Callable[[dict[str, Any]], list[str]] | None = field(default=None, repr=False)
+
+    def mend(self, data: Any) -> list[str]:
+        """Mend what is unambiguous before the answer is checked: tool parameters clamped into their bounds
+        (huge and infinite ones too), then the role's own repairs. Returns what was mended."""
+        notes = clamp_numbers(data, self.schema)
+        if self.repair is not None and isinstance(data, dict):
+            notes += self.repair(data)
+        return notes
 
     def problem(self, data: Any) -> str | None:
         """Why ``data`` is not a valid answer (its schema, then its meaning), or None."""
@@ -86,6 +97,7 @@ async def ask_until_valid(request: BrainRequest, messages: list[dict], answer: B
         text = await complete(messages)
         try:
             data = extract_json(text)
+            answer.notes.extend(f"mended: {note}" for note in request.mend(data))  # what is unambiguous
             problem = request.problem(data) or ""  # shape, then meaning: both are re-asked
         except ValueError as err:
             problem = str(err)
@@ -137,6 +149,56 @@ def vision_of(brain: Any) -> BrainVision | None:
     return None if brain is None else BrainVision(brain)
 
 
+def clamp_numbers(data: Any, schema: dict[str, Any], where: str = "", params: bool = False) -> list[str]:
+    """Clamp, in place, every tool parameter of ``data`` (a number under a ``params`` object) that its schema
+    bounds and that lies outside the bounds, an infinite or a 400-digit one included, as the tool itself would
+    clamp it; returns a note per clamp. A score or an index out of range is not a parameter: it is left to
+    validation, and re-asked. Where a schema offers alternatives (``anyOf``), the one whose ``tool`` matches is
+    followed."""
+    notes: list[str] = []
+    if not isinstance(schema, dict):
+        return notes
+    if "anyOf" in schema and isinstance(data, dict):
+        same = [s for s in schema["anyOf"] if data.get("tool") in s.get("properties", {}).get("tool", {}).get("enum", ())]
+        return clamp_numbers(data, same[0], where, params) if len(same) == 1 else notes
+    if isinstance(data, dict):
+        props = schema.get("properties", {})
+        for key, value in data.items():
+            if key not in props:
+                continue
+            inner = props[key]
+            if params and _bounded_number(value, inner):
+                data[key], note = _clamp(value, inner, f"{where}{key}")
+                notes += [note] if note else []
+            else:
+                notes += clamp_numbers(value, inner, f"{where}{key}/", params or key == "params")
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for i, value in enumerate(data):
+            notes += clamp_numbers(value, schema["items"], f"{where}{i}/", params)
+    return notes
+
+
+def _bounded_number(value: Any, schema: dict[str, Any]) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(schema, dict)
+            and schema.get("type") in ("number", "integer") and ("minimum" in schema or "maximum" in schema))
+
+
+def _clamp(value: int | float, schema: dict[str, Any], where: str) -> tuple[int | float, str]:
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if value != value:  # NaN has no side to clamp to: left for validation to refuse
+        return value, ""
+    # compare as Python numbers: a 400-digit integer compares exactly, and float('inf') beyond every bound
+    if lo is not None and value < lo:
+        out = lo
+    elif hi is not None and value > hi:
+        out = hi
+    else:
+        return value, ""
+    out = int(out) if schema.get("type") == "integer" else float(out)
+    shown = f"{value:.3g}" if isinstance(value, float) or abs(value) < 10 ** 12 else f"a {len(str(abs(value)))}-digit number"
+    return out, f"{where}={shown} clamped to {out:g}"
+
+
 def validate(data: Any, schema: dict[str, Any]) -> str | None:
     """None when ``data`` fits ``schema``, else a short readable reason (for a re-ask)."""
     from jsonschema import Draft202012Validator
@@ -147,7 +209,12 @@ def validate(data: Any, schema: dict[str, Any]) -> str | None:
     parts = []
     for e in errors[:5]:
         where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-        parts.append(f"at {where}: {e.message[:200]}")
+        if e.validator in ("minItems", "maxItems") and isinstance(e.instance, list):  # not the whole list back
+            bound = "at least" if e.validator == "minItems" else "at most"
+            message = f"{len(e.instance)} items; {bound} {e.validator_value} expected"
+        else:
+            message = e.message[:200]
+        parts.append(f"at {where}: {message}")
     return "; ".join(parts)
 
 

@@ -98,7 +98,8 @@ class CCAResult:
         return (f"{self.rounds} round(s), {self.tool_calls} tool calls, best: {best.agent} round {best.round}, score "
                 f"{best.feedback.score:.1f}" + (" (stopped early)" if self.stopped_early else "")
                 + (f"; not done: {'; '.join(best.plan.unsupported)}" if best.plan.unsupported else "")
-                + (f"; stopped: {self.trace.summary['error']}" if "error" in self.trace.summary else ""))
+                + (f"; stopped: {self.trace.summary['error']}" if "error" in self.trace.summary else "")
+                + (f"; {self.trace.summary['not_judged']}" if "not_judged" in self.trace.summary else ""))
 
 
 @dataclass
@@ -152,10 +153,14 @@ async def _plan_one(state: CCAState, work: RoundPlans, tools: ToolRegistry, cast
                     should_stop) -> Plan:
     """CCA's planner step for one generator: reflect on its own result and learn from the rival's."""
     own, rival = state.last.get(gen.name), _rival(state, cast, gen)
+    others = len(cast.generators) - 1
+    identity = (f"You are {gen.name}, one of {len(cast.generators)} generator agents competing on this request: make "
+                "your own plan; a rival's plan and feedback, when shown, are to learn from, not to copy.") if others else ""
     return await roles.plan(gen.planner, work.request, tools, work.base,
                             Where(state.trace, gen.name, round=work.round, should_stop=should_stop), state.history,
                             previous=own.plan if own else None, own_feedback=own.feedback if own else None,
-                            rival_plan=rival.plan if rival else None, rival_feedback=rival.feedback if rival else None)
+                            rival_plan=rival.plan if rival else None, rival_feedback=rival.feedback if rival else None,
+                            identity=identity)
 
 
 async def caption(discriminator: Brain, request: EditRequest, image: np.ndarray, where: Where) -> str:
@@ -170,7 +175,12 @@ async def _questions(state: CCAState, discriminator: Brain, work: RoundPlans, to
     """The request's questions: written in round 0 (beside the planners), the same ones after."""
     if state.questions is not None:
         return state.questions
-    return await roles.write_questions(discriminator, work.request, tools, image, where)
+    questions, why = await attempted(roles.write_questions(discriminator, work.request, tools, image, where))
+    if why:  # judged on quality alone, every round: the questions are written once
+        state.trace.add("loop", AGENT, f"no questions: the discriminator could not write them ({why}); candidates "
+                                       "are judged on their quality alone", round=work.round, outputs={"error": why})
+        return []
+    return questions
 
 
 async def plan_round(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry, cast: CCACast,
@@ -180,7 +190,11 @@ async def plan_round(state: CCAState, image: np.ndarray, request: EditRequest, t
     rnd = state.rounds_run
     judge = Where(state.trace, "discriminator", round=rnd, should_stop=should_stop)
     if state.questions is None:
-        state.caption = await caption(cast.discriminator, request, image, judge)
+        state.caption, why = await attempted(caption(cast.discriminator, request, image, judge))
+        if why:  # a role's failure is noted, not the run's end: the request goes on without a caption
+            state.caption = ""
+            state.trace.add("loop", AGENT, f"no caption: the discriminator failed ({why})", round=rnd,
+                            outputs={"error": why})
     if state.caption:
         request = replace(request, caption=state.caption)
     base = image if settings.restart_from_original or state.best is None else state.best.image
@@ -233,10 +247,13 @@ async def _judge(state: CCAState, image: np.ndarray, work: RoundPlans, tools: To
     judge = Where(trace, "discriminator", round=rnd, should_stop=should_stop)
     aesthetic = roles.aesthetic_rater(tools)
     ran = [c for c in candidates if not (c.feedback and c.feedback.error)]  # failed candidates keep their feedback
-    feedbacks = await asyncio.gather(*(
-        roles.discriminate(cast.discriminator, work.request, c.plan, image, c.image, judge, state.questions, aesthetic)
+    verdicts = await asyncio.gather(*(attempted(
+        roles.discriminate(cast.discriminator, work.request, c.plan, image, c.image, judge, state.questions, aesthetic))
         for c in ran))
-    for c, fb in zip(ran, feedbacks):
+    for c, (fb, why) in zip(ran, verdicts):
+        if why:  # the discriminator could not judge this candidate: it stays in the running, unjudged, at 0
+            fb = Feedback(score=0.0, judged=False, negative=f"not judged: {why}")
+            trace.add("loop", AGENT, f"round {rnd}: {c.agent} not judged: {why}", round=rnd, outputs={"error": why})
         c.feedback = fb
     roles.suggest_other_tools(ran, judge)
     for c in candidates:
@@ -250,8 +267,14 @@ async def _judge(state: CCAState, image: np.ndarray, work: RoundPlans, tools: To
         state.rounds_run = rnd + 1
         trace.add("loop", AGENT, f"round {rnd}: every generator failed; nothing to pick yet", round=rnd)
         return
-    pick, stop, reason = await roles.compete(cast.competitor, pool, settings.min_score,
-                                             Where(trace, "competitor", round=rnd, should_stop=should_stop))
+    picked, why = await attempted(roles.compete(cast.competitor, pool, settings.min_score,
+                                                Where(trace, "competitor", round=rnd, should_stop=should_stop)))
+    if why:  # the competitor failed: the highest judged score is kept, and the loop does not stop on it
+        pick = max(range(len(pool)), key=lambda i: (pool[i].feedback.judged, pool[i].feedback.score))
+        stop, reason = False, f"the competitor failed ({why}); kept the highest judged score"
+        trace.add("loop", AGENT, f"round {rnd}: {reason}", round=rnd, outputs={"error": why})
+    else:
+        pick, stop, reason = picked
     state.best = best = pool[pick]
     state.rounds_run = rnd + 1
     trace.add("loop", AGENT, f"round {rnd}: best is {best.agent} (round {best.round}); {reason}", round=rnd,
@@ -325,6 +348,9 @@ def result(state: CCAState, mode: str = "in-process") -> CCAResult:
     state.trace.summary = summary(state.rounds_run, calls, state.stopped, best, state.started, mode)
     if state.error:
         state.trace.summary["error"] = state.error
+    if not best.feedback.judged:
+        state.trace.summary["not_judged"] = ("no candidate could be judged: the result is the competitor's pick "
+                                             "among unjudged candidates")
     return CCAResult(best.image, best, state.rounds_run, calls, state.every, state.stopped, state.trace,
                      list(state.bests))
 

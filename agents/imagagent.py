@@ -17,8 +17,9 @@ import numpy as np
 from ..tools.spec import ToolRegistry
 from . import roles
 from .brain import Brain
-from .loop import Executed, LoopFailed, close_cast, execute_or_fail, or_keep_best, raise_brain_error
-from .records import (Attempt, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan, Subtask, ToolCall)
+from .loop import Executed, LoopFailed, attempted, close_cast, execute_or_fail, or_keep_best, raise_brain_error
+from .records import (Attempt, Critique, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan, Subtask,
+                      ToolCall)
 from .roles import Where
 from .rule_brain import RuleBrain
 from .trace import Trace
@@ -166,9 +167,25 @@ async def _judge(state: ClosedLoopState, chain: list[ToolCall], out: np.ndarray,
                  settings: ClosedLoopSettings, should_stop) -> Attempt:
     """The judge step: the expert panel (concurrently) and the aggregator on one attempt; it enters C."""
     sub, w = state.subtask(), _where(state, should_stop)
-    critiques = await asyncio.gather(*(roles.critique(b, name, sub, state.current, out, w)
-                                       for name, b in cast.panel(settings)))
-    feedback = await roles.aggregate(cast.aggregator, list(critiques), w)
+    panel = cast.panel(settings)
+    answers = await asyncio.gather(*(attempted(roles.critique(b, name, sub, state.current, out, w)) for name, b in panel))
+    critiques = []
+    for (name, _), (critique, why) in zip(panel, answers):
+        if why:  # an expert that could not answer could not judge: the others still do
+            critique = Critique(expert=name, score=0.0, negative=f"could not judge: {why}", subtask=sub.index,
+                                judged=False)
+            state.trace.add("loop", AGENT, f"subtask {sub.index}: expert {name} failed ({why}); not judged by it",
+                            subtask=sub.index, attempt=len(state.tries), outputs={"error": why})
+        critiques.append(critique)
+    feedback, why = await attempted(roles.aggregate(cast.aggregator, critiques, w))
+    if why:  # S is computed in code anyway; the experts' own words stand in for the merged text
+        score, judged = roles.verdict(critiques)
+        feedback = Feedback(score=score, positive="; ".join(c.positive for c in critiques if c.positive),
+                            negative="; ".join(c.negative for c in critiques if c.negative), experts=critiques,
+                            judged=judged, direction=roles.direction_of(critiques))
+        state.trace.add("loop", AGENT, f"subtask {sub.index}: the aggregator failed ({why}); the experts' text is "
+                                       "kept as it is", subtask=sub.index, attempt=len(state.tries),
+                        outputs={"error": why})
     attempt = Attempt(subtask=sub.index, number=len(state.tries), chain=chain, feedback=feedback, image=out)
     state.tries.append(attempt)
     record_attempt(state.history, sub.index, attempt.number, chain, feedback, out)

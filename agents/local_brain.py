@@ -11,6 +11,7 @@ between tokens.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
@@ -206,6 +207,7 @@ class LocalBrain:
         self.name = f"local/{config.model}"
         self.vision = _model_type(self.path) in VISION_TYPES
         self.manager, self.shelf = manager or LocalDevice(), shelf
+        self._draws = itertools.count()  # calls so far: each sampled call gets its own seed from it
 
     def model(self) -> LocalModel:
         return self.shelf.get(self.path, self.manager)
@@ -262,9 +264,13 @@ class LocalBrain:
             stops = transformers.StoppingCriteriaList([stop])
             sampling = dict(do_sample=True, temperature=self.config.temperature) if self.config.temperature > 0 \
                 else dict(do_sample=False, temperature=None, top_p=None, top_k=None)
-            if self.config.temperature > 0:
-                torch.manual_seed(self.config.seed)
-            with torch.inference_mode():
+            # sampling draws from the process's torch RNG: fork it, so it is left as it was, and seed this call
+            # with the brain's seed advanced by one per call (a re-ask or a second generator gets other draws)
+            draw = next(self._draws)
+            devices = [device] if getattr(device, "type", "cpu") == "cuda" else []
+            with torch.random.fork_rng(devices=devices, enabled=self.config.temperature > 0), torch.inference_mode():
+                if self.config.temperature > 0:
+                    torch.manual_seed(self.config.seed * 1_000_003 + draw)
                 out = model.model.generate(**inputs, max_new_tokens=self.config.max_tokens, logits_processor=processors,
                                            stopping_criteria=stops, eos_token_id=model.eos,
                                            pad_token_id=model.tokenizer.pad_token_id or model.eos[0], **sampling)

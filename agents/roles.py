@@ -91,7 +91,9 @@ async def ask(brain: Brain, request: BrainRequest, where: Where, action: str,
 
 async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: np.ndarray, where: Where,
                history: HistoryContext | None = None, previous: Plan | None = None, own_feedback: Feedback | None = None,
-               rival_plan: Plan | None = None, rival_feedback: Feedback | None = None) -> Plan:
+               rival_plan: Plan | None = None, rival_feedback: Feedback | None = None, identity: str = "") -> Plan:
+    """The planner's step. ``identity``: who plans, when several do (CCA's generators), so that they do not send
+    one model the same request."""
     reflection = ""
     if previous is not None:
         reflection = prompt("reflection", own_plan=previous.summary(),
@@ -102,9 +104,10 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
         role="planner", system=prompt("planner", tools=tools.planner_catalogue()),
         text=prompt("planner_user", instruction=request.instruction or "(none: improve the photo)", mode=request.mode,
                     mood=f"({request.mood})" if request.mood else "", caption=request.caption or "(unknown)",
-                    history=(history or HistoryContext()).render(), reflection=reflection),
+                    history=(history or HistoryContext()).render(), reflection=reflection)
+        + (f"\n{identity}" if identity else ""),
         schema=schemas.plan_schema(tools.names()), images=[image, *(history.images() if history else [])],
-        check=_plan_problem,
+        check=_plan_problem, repair=_drop_forward_dependencies,
         context={"request": request, "tools": tools.specs(), "stats": image_statistics(image), "previous": previous,
                  "own_feedback": own_feedback, "rival_plan": rival_plan, "rival_feedback": rival_feedback})
     data = (await ask(brain, req, where, "plan", preview=image)).data
@@ -113,14 +116,26 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
     return Plan(subtasks=subtasks, unsupported=list(data.get("unsupported", [])), notes=data.get("notes", ""))
 
 
+def _drop_forward_dependencies(data: dict[str, Any]) -> list[str]:
+    """A subtask can depend only on earlier ones: a dependency on itself or a later one says nothing that can be
+    done (the plan runs in order), so it is dropped with a note instead of re-asking."""
+    notes = []
+    for i, sub in enumerate(data.get("subtasks") or []):
+        deps = sub.get("depends_on") if isinstance(sub, dict) else None
+        if isinstance(deps, list):
+            later = [d for d in deps if not isinstance(d, int) or isinstance(d, bool) or not 0 <= d < i]
+            kept = list(dict.fromkeys(d for d in deps if d not in later))  # a repeat says nothing more
+            if later:
+                notes.append(f"subtask {i} depended on {later}, not earlier subtasks: dropped")
+            if kept != deps:
+                sub["depends_on"] = kept
+    return notes
+
+
 def _plan_problem(data: dict[str, Any]) -> str | None:
     for i, s in enumerate(data["subtasks"]):
         if not str(s["goal"]).strip():
             return f"subtask {i} has an empty goal; say what it should do, or leave the subtask out"
-        later = [d for d in s.get("depends_on", []) if d >= i]
-        if later:
-            return (f"subtask {i} depends_on {later}, but a subtask can depend only on earlier ones (indices below {i}, "
-                    "counting from 0); order the subtasks so what they need comes first")
     return None
 
 
@@ -199,6 +214,17 @@ def chain_problem(data: dict[str, Any], tools: ToolRegistry, subtask: Subtask, a
     return None
 
 
+def _first_step_reads_the_input(data: dict[str, Any]) -> list[str]:
+    """The first step has no earlier step to read: whatever step it names, it can only mean the input. (A later
+    step naming itself or a later one is ambiguous, so that is re-asked.)"""
+    steps = data.get("steps")
+    first = steps[0] if isinstance(steps, list) and steps and isinstance(steps[0], dict) else None
+    if first is None or first.get("source", "input") == "input":
+        return []
+    was, first["source"] = first["source"], "input"
+    return [f"step 0 read {was!r}; the first step can only read the input"]
+
+
 def _main_step(chain: list[ToolCall] | None, tool: str) -> ToolCall | None:
     if not chain:
         return None
@@ -230,7 +256,7 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
         schema=schemas.chain_schema(allowed), images=[image, *(history.images() if history else [])],
         context={"goal": subtask.goal, "spec": spec, "helpers": helpers, "previous": main.params if main else None,
                  "feedback": feedback},
-        check=lambda data: chain_problem(data, tools, subtask, any_tool))
+        check=lambda data: chain_problem(data, tools, subtask, any_tool), repair=_first_step_reads_the_input)
     answer = await ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
     chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
     try:
@@ -379,9 +405,7 @@ async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: 
     a_req = BrainRequest(
         role="answers", system=prompt("answers"),
         text="Questions:\n" + "\n".join(f"{i}. {q.text}" for i, q in enumerate(asked)),
-        schema=schemas.ANSWERS, images=[before, after], context={"questions": asked},
-        check=lambda data: None if len(data["answers"]) == len(asked) else (
-            f"{len(data['answers'])} answers for {len(asked)} questions; answer every question once, in order"))
+        schema=schemas.answers_schema(len(asked)), images=[before, after], context={"questions": asked})
     data = (await ask(brain, a_req, where, "answer the questions on the edited image")).data
     for q, a in zip(asked, data["answers"]):
         q.answer, q.explanation = a["answer"], a.get("explanation", "")
@@ -533,8 +557,7 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
     rows = [{"score": c.feedback.score if c.feedback else 0.0,
              "yes_fraction": c.feedback.yes_fraction() if c.feedback else 0.0,
              "satisfied": bool(c.feedback and c.feedback.satisfied(min_score))} for c in candidates]
-    schema = {**schemas.COMPETE, "properties": {**schemas.COMPETE["properties"],
-                                                "best": {"type": "integer", "minimum": 0, "maximum": len(candidates) - 1}}}
+    schema = schemas.compete_schema(len(candidates))
     req = BrainRequest(role="competitor", system=prompt("competitor"),
                        text="\n".join(f"{i}. {c.agent} (round {c.round}): {c.plan.summary()}; {feedback_for_prompt(c.feedback)}"
                                       for i, c in enumerate(candidates)),
@@ -542,6 +565,12 @@ async def compete(brain: Brain, candidates: list[Candidate], min_score: float, w
                        context={"candidates": rows, "min_score": min_score})
     data = (await ask(brain, req, where, f"pick the best of {len(candidates)} candidates")).data
     best, stop, reason = int(data["best"]), bool(data["stop"]), data.get("reason", "")
+    if stop and not rows[best]["satisfied"]:  # the stop rule is the loop's, not the brain's: checked here
+        score = rows[best]["score"]
+        stop, reason = False, f"{reason}; not stopped: the best scores {score:.1f}, below {min_score:g} or with a no".lstrip("; ")
+        where.trace.add("competitor", where.agent, f"no early stop: the best result does not satisfy the request "
+                                                   f"(score {score:.1f}, min_score {min_score:g}, every check a yes)",
+                        round=where.round, scores={"best": score, "min_score": min_score})
     missing = candidates[best].plan.unsupported
     if stop and missing:  # a request with a part no tool could do is not satisfied, whatever the brain says
         stop, reason = False, f"{reason}; not done: {'; '.join(missing)}".lstrip("; ")

@@ -13,12 +13,21 @@ _JSON_TYPES = {"float": "number", "int": "integer", "bool": "boolean", "enum": "
                "box": "array", "mask": "string", "image": "string"}
 
 
+def index(count: int) -> dict[str, Any]:
+    """An index into ``count`` things. An enum, not a range: a number out of range is clamped (see
+    ``brain.clamp_numbers``), an index out of range is no index at all, so it is re-asked."""
+    return {"type": "integer", "enum": list(range(max(count, 1)))}
+
+
 def params_schema(spec: ToolSpec) -> dict[str, Any]:
-    """The JSON schema of one tool's parameters. Ranges stay in the descriptions: out-of-range
-    numbers are clamped with a note by the spec, not refused."""
+    """The JSON schema of one tool's parameters, with the spec's ranges: a grammar keeps a model inside them,
+    and an answer outside them (an API without one) is clamped with a note before it is checked. A parameter
+    whose spec refuses out-of-range values keeps its range in the description, so the spec refuses it."""
     props: dict[str, Any] = {}
     for p in spec.params:
         prop: dict[str, Any] = {"type": _JSON_TYPES[p.type], "description": p.describe()[2:]}
+        if p.type in ("float", "int") and p.out_of_range == "clamp":
+            prop.update({k: v for k, v in (("minimum", p.minimum), ("maximum", p.maximum)) if v is not None})
         if p.type == "enum":
             prop["enum"] = list(p.choices)
         if p.type == "box":
@@ -28,27 +37,35 @@ def params_schema(spec: ToolSpec) -> dict[str, Any]:
             "required": [p.name for p in spec.params if p.required]}
 
 
+MAX_SUBTASKS = 12
+
+
 def plan_schema(tool_names: list[str]) -> dict[str, Any]:
+    """Up to 12 subtasks; each may depend on earlier ones (an index below its own: a forward one is dropped with
+    a note, see ``roles.plan``)."""
     return {"type": "object", "additionalProperties": False, "required": ["subtasks"], "properties": {
-        "subtasks": {"type": "array", "maxItems": 12, "items": {
+        "subtasks": {"type": "array", "maxItems": MAX_SUBTASKS, "items": {
             "type": "object", "additionalProperties": False, "required": ["goal", "tool"], "properties": {
                 "goal": TEXT, "tool": {"type": "string", "enum": tool_names}, "rationale": TEXT,
-                "depends_on": {"type": "array", "items": {"type": "integer", "minimum": 0}}}}},
+                "depends_on": {"type": "array", "maxItems": MAX_SUBTASKS - 1, "items": index(MAX_SUBTASKS - 1)}}}},
         "unsupported": {"type": "array", "items": TEXT},
         "notes": TEXT}}
 
 
-def step_schema(spec: ToolSpec) -> dict[str, Any]:
+def step_schema(spec: ToolSpec, max_steps: int = 4) -> dict[str, Any]:
+    """One step: the tool, its parameters, and what it reads: the input or one of the steps a chain can have
+    before it (which of them are earlier than this one is checked with the chain)."""
     return {"type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
         "tool": {"type": "string", "enum": [spec.name]}, "params": params_schema(spec), "rationale": TEXT,
-        "source": {"type": "string", "pattern": "^(input|step:[0-9]+)$"}}}
+        "source": {"type": "string", "enum": ["input", *(f"step:{i}" for i in range(max_steps - 1))]}}}
 
 
 def chain_schema(specs: ToolSpec | list[ToolSpec], max_steps: int = 4) -> dict[str, Any]:
     """A chain of steps, each one of ``specs`` (the subtask's tool first, then the helpers it may use) with that
     tool's own parameters."""
     specs = [specs] if isinstance(specs, ToolSpec) else list(specs)
-    item = step_schema(specs[0]) if len(specs) == 1 else {"anyOf": [step_schema(s) for s in specs]}
+    steps = [step_schema(s, max_steps) for s in specs]
+    item = steps[0] if len(steps) == 1 else {"anyOf": steps}
     return {"type": "object", "additionalProperties": False, "required": ["steps"], "properties": {
         "steps": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": item}}}
 
@@ -62,13 +79,15 @@ QUESTIONS = {"type": "object", "additionalProperties": False, "required": ["ques
 CAPTION = {"type": "object", "additionalProperties": False, "required": ["caption"], "properties": {
     "caption": {"type": "string", "minLength": 1, "maxLength": 1000}}}
 
-# "direction": with a "no", which way the edit must move to make it a "yes"
-ANSWERS = {"type": "object", "additionalProperties": False, "required": ["answers", "quality"], "properties": {
-    "answers": {"type": "array", "items": {
-        "type": "object", "additionalProperties": False, "required": ["answer"], "properties": {
-            "answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT,
-            "direction": {"type": "string", "enum": ["more", "less", "reverse"]}}}},
-    "quality": SCORE}}
+def answers_schema(questions: int) -> dict[str, Any]:
+    """One answer per question, in order ("direction": with a "no", which way the edit must move to make it a
+    "yes"), and the edited photo's quality."""
+    return {"type": "object", "additionalProperties": False, "required": ["answers", "quality"], "properties": {
+        "answers": {"type": "array", "minItems": questions, "maxItems": questions, "items": {
+            "type": "object", "additionalProperties": False, "required": ["answer"], "properties": {
+                "answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT,
+                "direction": {"type": "string", "enum": ["more", "less", "reverse"]}}}},
+        "quality": SCORE}}
 
 # "judged": false when the images cannot show whether the subtask was done (the score is then not counted);
 # "direction": which way the next attempt should move (more, less, reverse the edit, or keep it)
@@ -80,8 +99,10 @@ EXPERT = {"type": "object", "additionalProperties": False, "required": ["score",
 AGGREGATE = {"type": "object", "additionalProperties": False, "required": ["positive", "negative"],
              "properties": {"positive": TEXT, "negative": TEXT}}
 
-COMPETE = {"type": "object", "additionalProperties": False, "required": ["best", "stop"], "properties": {
-    "best": {"type": "integer", "minimum": 0}, "stop": {"type": "boolean"}, "reason": TEXT}}
+def compete_schema(candidates: int) -> dict[str, Any]:
+    """The index of the best of ``candidates``, and whether it satisfies the request."""
+    return {"type": "object", "additionalProperties": False, "required": ["best", "stop"], "properties": {
+        "best": index(candidates), "stop": {"type": "boolean"}, "reason": TEXT}}
 
 
 def perceive_schema(specs: list[ToolSpec], k: int) -> dict[str, Any]:

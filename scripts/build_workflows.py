@@ -27,6 +27,27 @@ def brain(boldness: float = 1.0) -> dict:
     return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "rule_boldness": boldness}}
 
 
+def ollama(model: str = "qwen2.5vl:7b", temperature: float = 0.2) -> dict:
+    """A Brain on Ollama's OpenAI-compatible endpoint at its default URL (no key)."""
+    return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "provider": "ollama", "model": model,
+                                                        "temperature": temperature}}
+
+
+def local_vlm(temperature: float = 0.0) -> dict:
+    """A Brain running a model from models/LLM/ inside ComfyUI; the user picks the folder in local_model."""
+    return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "provider": "local", "temperature": temperature,
+                                                        "max_tokens": 768}}
+
+
+NEEDS_OLLAMA = ("**Needs** [Ollama](https://ollama.com) running on this machine with a vision model pulled "
+                "(`ollama pull qwen2.5vl:7b`); any OpenAI-compatible vision endpoint works instead: set each Brain's "
+                "provider, model and, for a hosted one, the *name* of the environment variable that holds the key.")
+NEEDS_LOCAL = ("**Needs** a vision-language model folder (Hugging Face layout) in `models/LLM/`, e.g. "
+               "Qwen2.5-VL-3B-Instruct or SmolVLM-Instruct, picked in each Brain's *local_model*; it runs inside "
+               "ComfyUI, offline, loaded once and shared by every Brain that names it. Decoding follows each role's "
+               "JSON schema, so even a small model answers in shape.")
+
+
 def load(image: str = SAMPLE_IMAGE.name) -> dict:
     """The Load Image of every workflow: the sample photo the pack copies into ComfyUI's input folder."""
     return {"class_type": "LoadImage", "inputs": {"image": image}}
@@ -212,6 +233,64 @@ WORKFLOW_GRAPHS = {
              "proposals on a small copy, re-runs the best at full size and keeps one only if the reward says the "
              "photo got better.\n\nRuns **offline**: the rule perceiver and the classic tools. For the paper's "
              "search, see the MCTS Planner in `photoagent_offline.json`.",
+    ),
+    "cca_ollama.json": dict(
+        prompt={
+            "img": load(),
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": TOOLBOX},
+            "gen1": ollama(temperature=0.3), "gen2": ollama(temperature=0.9), "judge": ollama(temperature=0.0),
+            "loop": {"class_type": "EditAgentsCCALoop", "inputs": {
+                "image": ["img", 0], "instruction": "make it warmer and brighter, with more contrast", "caption": "",
+                "rounds": 3, "early_stop": True, "restart_from_original": True, "min_score": 7.0,
+                "rerun_every_time": True, "toolbox": ["tools", 0], "planner_brain": ["gen1", 0],
+                "generator_2_brain": ["gen2", 0], "discriminator_brain": ["judge", 0], "competitor_brain": ["judge", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/cca_llm"}},
+            "rounds": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "gen1": "Brain: generator 1 (Ollama VLM)",
+                "gen2": "Brain: generator 2 (same model, hotter sampling)", "judge": "Brain: discriminator and competitor",
+                "loop": "CCA Loop", "rounds": "Each round's best"},
+        note="## CCA with a vision-language model\n\nThe CCA workflow with every role on a VLM: two generators that "
+             "plan and execute (the second samples hotter, so the two differ), a discriminator that captions the "
+             "photo, writes Yes/No questions for the request and answers them on each result, and a competitor that "
+             "keeps the best. The trace shows each call's tokens.\n\n" + NEEDS_OLLAMA,
+    ),
+    "imagagent_ollama.json": dict(
+        prompt={
+            "img": load(),
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": TOOLBOX},
+            "vlm": ollama(temperature=0.2),
+            "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
+                "image": ["img", 0], "instruction": "warmer and sharper, with a little more contrast",
+                "max_attempts": 3, "accept_score": 7.0, "rerun_every_time": True, "toolbox": ["tools", 0],
+                "planner_brain": ["vlm", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/imagagent_llm"}},
+            "attempts": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "vlm": "Brain: every role (Ollama VLM)", "loop": "Closed Loop (IMAGAgent)",
+                "attempts": "Every attempt"},
+        note="## IMAGAgent with a vision-language model\n\nOne VLM plays every role (an unconnected role brain "
+             "falls back to the planner's): it plans the subtasks, writes each tool chain, judges every attempt as "
+             "the intent, quality and fidelity experts, and merges their critiques; an attempt below the acceptance "
+             "score is retried with that feedback. Connect a Brain to a role's input to give it another model, as "
+             "the paper mixes several.\n\n" + NEEDS_OLLAMA,
+    ),
+    "imagagent_local.json": dict(
+        prompt={
+            "img": load(),
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": TOOLBOX},
+            "vlm": local_vlm(),
+            "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
+                "image": ["img", 0], "instruction": "warmer and sharper", "max_attempts": 2, "accept_score": 7.0,
+                "rerun_every_time": False, "toolbox": ["tools", 0], "planner_brain": ["vlm", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/imagagent_local"}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "vlm": "Brain: a local VLM (models/LLM/)", "loop": "Closed Loop (IMAGAgent)"},
+        note="## IMAGAgent on a model in your ComfyUI\n\nThe closed loop with every role on a vision-language "
+             "model that ComfyUI runs itself: no server, no key, no network.\n\n" + NEEDS_LOCAL,
     ),
 }
 

@@ -226,20 +226,22 @@ def test_interrupt_during_a_tool_chain_stops_after_the_current_tool(comfy, comfy
 
 @pytest.mark.parametrize("mode", RUNNERS)
 def test_an_executor_that_never_answers_validly_fails_one_attempt_in_both_runners(comfy, photo, llm, mode):
-    """The executor's endpoint sends a chain whose first step reads 'step:0' three times (every re-ask): that
-    attempt fails, the loop goes on, and the next attempt, told why, succeeds. In process and as Executor nodes."""
+    """The executor's endpoint sends a chain whose second step reads itself three times (every re-ask; which
+    step it meant cannot be known, so it is not mended): that attempt fails, the loop goes on, and the next
+    attempt, told why, succeeds. In process and as Executor nodes."""
     count = {"n": 0}
 
     def responder(seen):
         count["n"] += 1
-        source = "step:0" if count["n"] <= 3 else "input"
+        source = "step:1" if count["n"] <= 3 else "step:0"
         # an exposure, not a flat brightness offset: lifting the blacks of this dark photo by 0.25 is a fade
-        return Reply({"steps": [{"tool": "exposure", "params": {"stops": 0.5}, "source": source}]})
+        return Reply({"steps": [{"tool": "exposure", "params": {"stops": 0.25}},
+                                {"tool": "exposure", "params": {"stops": 0.25}, "source": source}]})
     llm.reset(responder=responder)
     prompt = closed_loop_prompt(photo, llm.url, "brighter", "executor_brain", max_attempts=3)
     trace = summary_of(comfy.call("run", runner(prompt, "loop", mode)))
     assert trace["summary"]["mode"] == mode and trace["summary"]["attempts"] == 2
     assert trace["summary"]["accepted"] == [True] and trace["summary"]["failed"] == []
     failed = [s for s in trace["steps"] if s["action"].startswith("subtask 0 attempt 0 failed: InvalidAnswerError")]
-    assert len(failed) == 1 and "there is no earlier step" in failed[0]["outputs"]["error"]
+    assert len(failed) == 1 and "reads 'step:1'; use 'input' or an earlier step" in failed[0]["outputs"]["error"]
     assert "the last attempt failed" in llm.seen[3].body["messages"][1]["content"][0]["text"]  # told why

@@ -22,7 +22,7 @@ SAMPLE = edit_agents.SAMPLE_IMAGE
 RUN_TO_THE_END = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json",
                   "building_blocks.json"}
 NEEDS_A_CHECKPOINT = {"edit_with_checkpoint.json"}
-NEEDS_A_VLM = {"photoagent.json"}
+NEEDS_A_VLM = {"photoagent.json", "cca_ollama.json", "imagagent_ollama.json", "imagagent_local.json"}
 
 
 def test_the_sample_photo_is_shipped_small_and_is_a_real_photo():

@@ -270,9 +270,9 @@ def test_feedback_reaches_the_executor_typed_not_as_prose(llm, photos):
 
 
 def test_schema_valid_but_wrong_answers_are_re_asked_with_the_problem_quoted(llm, photos):
-    """Off-by-one indices, an empty goal, too few answers: each fits its JSON schema, and each is re-asked with
-    its problem quoted, within the brain's bounded re-asks, before it can kill the run (issue 15's symptom:
-    a first step reading 'step:0')."""
+    """An empty goal and too few answers are re-asked with the problem quoted, within the brain's bounded
+    re-asks, before they can kill the run; what is unambiguous is mended instead, with a note (a subtask that
+    depends on itself, a first step reading 'step:0': issue 15's symptom)."""
     def responder(seen):
         again = len(seen.body["messages"]) > 2  # a re-ask carries the rejected answer and the problem
         if seen.role == "planner" and not again:
@@ -289,13 +289,15 @@ def test_schema_valid_but_wrong_answers_are_re_asked_with_the_problem_quoted(llm
     b = brain(llm)
     result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch", caption="a cat"), TOOLS,
                                  CCACast([Generator("g", b, b)], b, b), CCASettings(rounds=1)))
-    assert result.best.chains[0][0].source == "input"  # the re-asked, corrected chain ran
+    assert result.best.chains[0][0].source == "input"  # the mended chain ran
     problems = {s.role: s.body["messages"][-1]["content"] for s in llm.seen if len(s.body["messages"]) > 2}
-    assert "depends_on [0], but a subtask can depend only on earlier ones" in problems["planner"]
-    assert "reads 'step:0'; there is no earlier step, so use 'input'" in problems["executor"]
-    assert "1 answers for 2 questions" in problems["answers"]
+    assert "subtask 1 has an empty goal" in problems["planner"] and "depends_on" not in problems["planner"]
+    assert "executor" not in problems  # mended, not re-asked
+    assert "at answers: 1 items; at least 2 expected" in problems["answers"]
     notes = [n for s in result.trace.steps for n in s.outputs.get("notes", [])]
     assert any(n.startswith("answer 1 rejected: ") for n in notes)  # the trace says what was re-asked
+    assert any(n == "mended: subtask 0 depended on [0], not earlier subtasks: dropped" for n in notes)
+    assert any(n == "mended: step 0 read 'step:0'; the first step can only read the input" for n in notes)
 
 
 def test_a_failure_inside_a_loop_is_a_failed_attempt_not_a_failed_run(llm, photos):
@@ -334,3 +336,69 @@ def test_a_failure_inside_a_loop_is_a_failed_attempt_not_a_failed_run(llm, photo
     failed = [c for c in cca.candidates if c.feedback.error]
     assert [c.agent for c in failed] == ["generator-1"] and "model" in failed[0].feedback.error.lower()
     assert any(s.action.startswith("round 0: generator-1 failed") for s in cca.trace.steps)
+
+
+def test_the_competitor_cannot_stop_a_run_below_min_score(llm, photos):
+    """An LLM competitor that says 'stop' over a result scoring 2.5 (min_score 7) does not end the loop: the stop
+    rule is checked in code, and the trace says why the loop went on."""
+    def responder(seen):
+        if seen.role == "answers":
+            return Reply({"answers": [{"answer": "no", "explanation": "not warmer"},
+                                      {"answer": "no", "explanation": "flat"}], "quality": 2.5})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch"), TOOLS,
+                                 CCACast([Generator("generator-1", b, b), Generator("generator-2", b, b)], b, b),
+                                 CCASettings(rounds=2, min_score=7.0)))
+    assert result.rounds == 2 and not result.stopped_early
+    assert any(s.action.startswith("no early stop: the best result does not satisfy") for s in result.trace.steps)
+
+
+def test_each_generator_plans_as_itself(llm, photos):
+    """Two generators on one model do not send it the same request: each planner's prompt names who plans."""
+    llm.reset(responder=respond)
+    b = brain(llm)
+    asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch"), TOOLS,
+                        CCACast([Generator("generator-1", b, b), Generator("generator-2", b, b)], b, b),
+                        CCASettings(rounds=1)))
+    texts = [s.user_text() for s in llm.seen if s.role == "planner"]
+    assert len(texts) == 2 and texts[0] != texts[1]
+    assert {"generator-1", "generator-2"} == {g for t in texts for g in ("generator-1", "generator-2") if f"You are {g}," in t}
+
+
+def test_a_discriminator_that_never_answers_validly_leaves_candidates_unjudged_not_the_run_failed(llm, photos):
+    """Every answer of the discriminator has the wrong count, every time: each candidate is kept unjudged with why
+    in the trace, the loop runs its rounds and ends with an image and a clear note."""
+    def responder(seen):
+        if seen.role == "answers":
+            return Reply({"answers": [{"answer": "yes"}] * 64, "quality": 9})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("warmer, more punch"), TOOLS,
+                                 CCACast([Generator("generator-1", b, b), Generator("generator-2", b, b)], b, b),
+                                 CCASettings(rounds=2)))
+    assert result.rounds == 2 and result.image.shape == photos["chelsea"].shape
+    assert not result.best.feedback.judged and "no candidate could be judged" in result.text()
+    notes = [s.action for s in result.trace.steps if "not judged" in s.action]
+    assert len(notes) == 4 and all("64 items" in n for n in notes)  # 2 candidates x 2 rounds, each with why
+
+
+def test_experts_and_an_aggregator_that_fail_leave_the_attempt_judged_by_the_rest(llm, photos):
+    """The fidelity expert and the aggregator never answer validly: the intent and quality experts still judge,
+    S is their mean, and the subtask is accepted on it; each failure is in the trace."""
+    def responder(seen):
+        if seen.role == "expert" and "fidelity" in seen.body["messages"][0]["content"]:
+            return Reply({"score": "high"})
+        if seen.role == "aggregator":
+            return Reply({"positive": 3})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(b, b, [b], b)))
+    first = result.attempts[0].feedback
+    assert [c.judged for c in first.experts] == [True, True, False] and first.score == pytest.approx(8.0)
+    assert all(result.accepted) and first.positive == "nice; nice"
+    actions = [s.action for s in result.trace.steps]
+    assert any("expert fidelity failed" in a for a in actions) and any("the aggregator failed" in a for a in actions)

@@ -44,7 +44,8 @@ def role_requests() -> list[BrainRequest]:
     spec = tools.get("brightness")
     image = np.random.default_rng(0).random((48, 64, 3)).astype(np.float32)
     asks = [("planner", schemas.plan_schema(tools.names())), ("executor", schemas.chain_schema(spec)),
-            ("questions", schemas.QUESTIONS), ("answers", schemas.ANSWERS), ("expert", schemas.EXPERT),
+            ("questions", schemas.QUESTIONS), ("answers", schemas.answers_schema(3)), ("expert", schemas.EXPERT),
+            ("competitor", schemas.compete_schema(2)),
             ("caption", schemas.CAPTION), ("perceiver", schemas.perceive_schema(tools.specs()[:6], 3))]
     return [BrainRequest(role, f"You are the {role}.", "Make the photo brighter.", schema, images=[image])
             for role, schema in asks]
@@ -212,3 +213,29 @@ def test_photoagent_workflow_with_a_local_vlm_perceiver(comfy, object_info, comf
     perceiver = [s for s in brain_steps(result) if s["role"] == "perceiver"]
     assert perceiver and {s["inputs"]["brain"] for s in perceiver} == {"local/tiny-smolvlm"}
     assert all(s["tokens"] > 0 and s["inputs"]["images"] == 1 for s in perceiver)
+
+
+@pytest.mark.parametrize("family", ["qwen2-vl", "text"])
+def test_sampling_draws_anew_per_call_and_leaves_the_process_rng_alone(llm_dir, shelf, family):
+    """Each call is seeded from the brain's seed and its own count: sampled answers to the same request differ
+    (a re-ask, or CCA's second generator, gets other draws), the same seed replays them, and the process-wide
+    torch RNG is as it was. Greedy decoding gives one answer."""
+    import torch
+
+    request = next(r for r in role_requests() if r.role == "planner")
+    torch.manual_seed(1234)
+    before = torch.random.get_rng_state()
+    sampled = local(llm_dir, family, shelf, temperature=1.5)
+    first = [json_of(asyncio.run(sampled.ask(request)).data) for _ in range(4)]
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert len(set(first)) > 1, first
+    again = local(llm_dir, family, shelf, temperature=1.5)  # a new brain with the same seed replays the draws
+    assert [json_of(asyncio.run(again.ask(request)).data) for _ in range(4)] == first
+    greedy = local(llm_dir, family, shelf)
+    assert len({json_of(asyncio.run(greedy.ask(request)).data) for _ in range(2)}) == 1
+
+
+def json_of(data) -> str:
+    import json
+
+    return json.dumps(data, sort_keys=True)

@@ -27,7 +27,8 @@ def _clip01(x: float) -> float:
 def _pil(img: np.ndarray):
     from PIL import Image
 
-    arr = np.clip(np.nan_to_num(img[..., :3] if img.ndim == 3 else np.stack([img] * 3, -1)), 0, 1)
+    gray = img[..., 0] if img.ndim == 3 and img.shape[2] < 3 else img  # one channel (or gray + alpha)
+    arr = np.clip(np.nan_to_num(img[..., :3] if gray.ndim == 3 else np.stack([gray] * 3, -1)), 0, 1)
     return Image.fromarray((arr * 255 + 0.5).astype(np.uint8))
 
 

@@ -173,6 +173,10 @@ class ToolSpec:
         return clean, notes
 
 
+def _bound(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
 def _coerce(tool: str, p: Param, value: Any) -> tuple[Any, str]:
     where = f"{tool}.{p.name}"
     if p.type in ("float", "int"):
@@ -182,15 +186,17 @@ def _coerce(tool: str, p: Param, value: Any) -> tuple[Any, str]:
             num = float(value)
         except ValueError:
             raise ToolCallError(f"{where} must be a number, got {value!r}") from None
-        if not math.isfinite(num):
-            raise ToolCallError(f"{where} must be a finite number, got {value!r}")
-        note = ""
+        except OverflowError:  # an integer too long for a float (a model wrote 400 digits): beyond any bound
+            num = math.inf if value > 0 else -math.inf
         lo, hi = p.minimum, p.maximum
+        if math.isnan(num) or (math.isinf(num) and (p.out_of_range == "reject" or (hi if num > 0 else lo) is None)):
+            raise ToolCallError(f"{where} must be a finite number, got {str(value)[:40]!r}")
+        note = ""
         if (lo is not None and num < lo) or (hi is not None and num > hi):
             if p.out_of_range == "reject":
                 raise ToolCallError(f"{where}={num:g} is outside {lo:g}..{hi:g}")
             clamped = min(max(num, lo if lo is not None else num), hi if hi is not None else num)
-            note = f"{where}={num:g} clamped to {clamped:g} (range {lo:g}..{hi:g})"
+            note = f"{where}={num:g} clamped to {clamped:g} (range {_bound(lo)}..{_bound(hi)})"
             num = clamped
         return (int(round(num)) if p.type == "int" else num), note
     if p.type == "bool":
