@@ -126,6 +126,8 @@ class BrainVision:
 
     def __init__(self, brain: Any):
         self.brain = brain
+        self.tokens = 0  # what the tools' questions cost, counted for the trace
+        self.calls = 0
 
     def unavailable(self) -> str | None:
         if getattr(self.brain, "name", "").startswith("rule"):
@@ -137,7 +139,9 @@ class BrainVision:
         async def go():
             try:
                 request = BrainRequest(role=role, system=system, text=text, schema=schema, images=[image])
-                return (await self.brain.ask(request)).data
+                answer = await self.brain.ask(request)
+                self.tokens, self.calls = self.tokens + answer.tokens, self.calls + 1
+                return answer.data
             finally:
                 await close_brains(self.brain)
 

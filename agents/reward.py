@@ -291,6 +291,14 @@ class Reward:
         for name, *_ in PENALTIES:  # the paper's evaluator has none of them
             setattr(self, name, 0.0 if self.config.preset == "paper" else getattr(self.config, name))
 
+    def usage(self) -> dict[str, int]:
+        """What the learned components have cost so far (the VLM rating's calls and tokens), summed."""
+        out: dict[str, int] = {}
+        for scorer in self.scorers.values():
+            for key, value in (scorer.usage() if hasattr(scorer, "usage") else {}).items():
+                out[key] = out.get(key, 0) + value
+        return out
+
     def describe(self) -> str:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())

@@ -109,6 +109,22 @@ def test_vlm_rating_through_a_brain_is_validated_and_cached(llm, photos):
     assert b.raw["vlm"] == 4
     assert len(llm.seen) == 3 and all(len(req.images()) == 1 for req in llm.seen)
     assert "15" in str(llm.seen[1].body["messages"][-1])  # the re-ask quotes what was wrong
+    usage = reward.usage()  # two ratings (one re-asked), each with the endpoint's token counts
+    assert usage["vlm_calls"] == 2 and usage["vlm_tokens"] > 0
+
+
+def test_a_search_on_the_vlm_rating_counts_its_tokens_in_the_trace(llm, photos):
+    from edit_agents.agents.photoagent.search import MCTSSettings, mcts_enhance
+    from edit_agents.tools import default_registry
+
+    llm.reset(responder=lambda seen: Reply({"score": 6}))
+    reward = Reward(RewardConfig(preset="custom", weights={"exposure": 1.0, "vlm": 1.0}),
+                    {"vlm": VLMScorer(vision_of(vlm_brain(llm)))})
+    result = mcts_enhance(photos["chelsea"][::4, ::4] * 0.5, default_registry().subset(categories=["classic"]), reward,
+                          MCTSSettings(simulations=4, depth=1, max_steps=1, branching=2, preview_side=64))
+    steps = [s for s in result.trace.steps if s.action.startswith(("accept", "revert"))]
+    assert result.trace.summary["vlm_tokens"] > 0 and result.trace.summary["vlm_calls"] == len(llm.seen)
+    assert steps and sum(s.tokens for s in steps) > 0
 
 
 def test_vlm_rating_needs_a_seeing_brain():

@@ -194,6 +194,10 @@ class VLMScorer:
     def unavailable(self) -> str | None:
         return "no vision brain connected" if self.vision is None else self.vision.unavailable()
 
+    def usage(self) -> dict[str, int]:
+        """The VLM's calls and tokens so far (cached ratings cost nothing)."""
+        return {"vlm_calls": getattr(self.vision, "calls", 0), "vlm_tokens": getattr(self.vision, "tokens", 0)}
+
     def measure(self, img: np.ndarray, mood: str) -> tuple[float, float]:
         import hashlib
 

@@ -260,6 +260,11 @@ class _Search:
         return self._perception(key, state)
 
 
+def _reward_tokens(reward: ClassicReward) -> int:
+    """The tokens the reward's VLM rating has used so far (0 for a reward without one)."""
+    return getattr(reward, "usage", dict)().get("vlm_tokens", 0)
+
+
 def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
                      original: np.ndarray, trace: Trace, agent: str, step: int,
                      should_stop: Callable[[], None] | None = None) -> tuple:
@@ -334,7 +339,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         if on_step:
             on_step(step, s.max_steps, f"step {step + 1}/{s.max_steps}: searching")
         t = time.perf_counter()
-        sims_before, hits_before = search.simulations, search.hits
+        sims_before, hits_before, tokens_before = search.simulations, search.hits, _reward_tokens(reward)
         with torch_threads(1 if pool is not None else None):  # the spare thread has the other core
             root = search.run(root_state(current, s.preview_side), should_stop)
         seen = search.perceptions.get(root.key)
@@ -394,11 +399,12 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
                                "reward": current_score.report()}
                       | ({"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}),
                       scores={"total": round(current_score.total, 5), "gain": round(gain, 5)}, image=len(states) - 1,
-                      preview=current)
+                      preview=current, tokens=_reward_tokens(reward) - tokens_before)
         else:
             stale += 1
             trace.add("loop", agent, f"revert: best {label} gains {gain:+.4f}", round=step,
-                      scores={"gain": round(gain, 5)}, outputs={"chosen": chosen[0][0].label()}
+                      scores={"gain": round(gain, 5)}, tokens=_reward_tokens(reward) - tokens_before,
+                      outputs={"chosen": chosen[0][0].label()}
                       | ({"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}))
             if stale >= s.patience:
                 trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
@@ -407,6 +413,6 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
                      "score_before": round(start_score, 5), "score_after": round(current_score.total, 5),
                      "simulations": search.simulations, "cache_hits": search.hits,
                      "scene": perceptions[0].scene if perceptions else "unknown",
-                     "wall_s": round(time.perf_counter() - t0, 3)}
+                     "wall_s": round(time.perf_counter() - t0, 3)} | getattr(reward, "usage", dict)()
     return MCTSResult(current, states, actions, start_score, current_score.total, search.simulations, search.hits,
                       trees, trace, perceptions)
