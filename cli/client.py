@@ -48,6 +48,7 @@ class Result:
     prompt_id: str
     outputs: dict[str, Any]
     events: list[dict] = field(default_factory=list)
+    dropped: list[tuple[str, str, str]] = field(default_factory=list)  # (node, input, why) ComfyUI did not run
 
 
 def _problems(body: dict, prompt: dict) -> list[tuple[str, str, str]]:
@@ -95,6 +96,12 @@ class ComfyClient:
 
     async def queue(self, prompt: dict, extra_data: dict | None = None) -> str:
         """``extra_data``: what the frontend sends alongside, e.g. {"extra_pnginfo": {"workflow": ...}}."""
+        return (await self.queue_reporting(prompt, extra_data))[0]
+
+    async def queue_reporting(self, prompt: dict, extra_data: dict | None = None
+                              ) -> tuple[str, list[tuple[str, str, str]]]:
+        """Queue a prompt: (its id, the problems of the nodes ComfyUI left out). ComfyUI queues a prompt when any
+        of its outputs is valid and drops the branches whose nodes are not; those come back as problems."""
         body = {"prompt": prompt, "client_id": self.client_id, **({"extra_data": extra_data} if extra_data else {})}
         async with self.session.post(self.base_url + "/prompt", json=body) as r:
             body = await r.json(content_type=None)
@@ -104,7 +111,7 @@ class ComfyClient:
                 details = err.get("details", "") if isinstance(err, dict) else ""
                 raise PromptRejected(f"the server rejected the workflow: {msg}" + (f" ({details})" if details else ""),
                                      _problems(body if isinstance(body, dict) else {}, prompt), body)
-            return body["prompt_id"]
+            return body["prompt_id"], _problems(body, prompt)
 
     async def run(self, prompt: dict, on_event: Callable[[dict], None] | None = None,
                   extra_data: dict | None = None) -> Result:
@@ -112,7 +119,7 @@ class ComfyClient:
         events: list[dict] = []
         ws_url = self.base_url.replace("http", "ws", 1) + f"/ws?clientId={self.client_id}"
         async with self.session.ws_connect(ws_url, heartbeat=30) as ws:
-            prompt_id = await self.queue(prompt, extra_data)
+            prompt_id, dropped = await self.queue_reporting(prompt, extra_data)
             while True:
                 msg = await ws.receive(timeout=self.timeout)
                 if msg.type != aiohttp.WSMsgType.TEXT:
@@ -134,7 +141,7 @@ class ComfyClient:
                 if event["type"] == "executing" and data.get("node") is None and data.get("prompt_id") == prompt_id:
                     break
         history = await self.get_json(f"/history/{prompt_id}")
-        return Result(prompt_id, history.get(prompt_id, {}).get("outputs", {}), events)
+        return Result(prompt_id, history.get(prompt_id, {}).get("outputs", {}), events, dropped)
 
     async def forget(self, prompt_id: str) -> None:
         """Delete a finished prompt from the server's /history. ComfyUI keeps up to 10,000 there, each with its

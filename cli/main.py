@@ -125,6 +125,8 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
             result = await client.run(prompt, on_event=progress)
         finally:
             progress.done()
+        for node, inp, why in result.dropped:  # ComfyUI ran the rest: say what did not run, and why
+            print(f"warning: {node} did not run (nor what it feeds): {inp + ': ' if inp else ''}{why}", file=sys.stderr)
         out_dir.mkdir(parents=True, exist_ok=True)
         for node_id, out in result.outputs.items():
             for i, info in enumerate(out.get("images", [])):

@@ -49,6 +49,17 @@ def test_a_workflow_with_two_trace_views_writes_both_traces(comfy_server, tmp_pa
     assert any(s["role"] == "executor" and s["action"].startswith("run as proposed") for s in executor["steps"])
 
 
+def test_a_branch_comfyui_leaves_out_is_reported(comfy_server, tmp_path):
+    """ComfyUI queues a workflow when any of its outputs is valid and drops the branches that are not: the CLI
+    says which node did not run and why, instead of saving the rest as if it were the whole result."""
+    out = tmp_path / "out"
+    r = cli("run", str(WORKFLOWS / "building_blocks.json"), "--out", str(out), "--server", comfy_server.url,
+            "--set", "Perceiver.k=-3")
+    assert r.returncode == 0, r.stderr
+    assert "warning: #" in r.stderr and "'Perceiver' did not run" in r.stderr and "k: " in r.stderr, r.stderr
+    assert list(out.glob("result_*.png"))  # the PhotoAgent branch ran and saved
+
+
 def test_run_starts_its_own_server_when_none_is_given(photos, tmp_path):
     src = save(photos["chelsea"][::2, ::2], tmp_path / "cat.png")
     r = cli("run", OFFLINE, "--image", str(src), "--out", str(tmp_path / "o"), "--quiet")
