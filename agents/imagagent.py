@@ -155,6 +155,8 @@ async def execute_in_process(state: ClosedLoopState, tools: ToolRegistry, cast: 
                                     attempt_feedback(last.feedback, settings.accept_score) if last else None,
                                     any_tool=True)
         written.append(chain)
+        if repeat_of(state.tries, chain) is not None:  # not run: ``after_attempt`` ends the subtask
+            return [chain], state.current
         return [chain], await asyncio.to_thread(roles.run_chain, tools, chain, state.current)
 
     executed = await execute_or_fail(step())
@@ -179,10 +181,8 @@ async def _judge(state: ClosedLoopState, chain: list[ToolCall], out: np.ndarray,
         critiques.append(critique)
     feedback, why = await attempted(roles.aggregate(cast.aggregator, critiques, w))
     if why:  # S is computed in code anyway; the experts' own words stand in for the merged text
-        score, judged = roles.verdict(critiques)
-        feedback = Feedback(score=score, positive="; ".join(c.positive for c in critiques if c.positive),
-                            negative="; ".join(c.negative for c in critiques if c.negative), experts=critiques,
-                            judged=judged, direction=roles.direction_of(critiques))
+        feedback = roles.merged(critiques, "; ".join(c.positive for c in critiques if c.positive),
+                                "; ".join(c.negative for c in critiques if c.negative))
         state.trace.add("loop", AGENT, f"subtask {sub.index}: the aggregator failed ({why}); the experts' text is "
                                        "kept as it is", subtask=sub.index, attempt=len(state.tries),
                         outputs={"error": why})
@@ -205,11 +205,19 @@ def _failed(state: ClosedLoopState, why: str, chain: list[ToolCall]) -> Attempt:
     return attempt
 
 
+def repeat_of(tries: list[Attempt], chain: list[ToolCall]) -> int | None:
+    """The earlier attempt whose chain this one repeats (same tools, parameters and sources), or None. The same
+    chain on the same photo gives the same image and the same verdict: it is neither run nor judged again."""
+    key = [c.key() for c in chain]
+    return next((a.number for a in tries if [c.key() for c in a.chain] == key), None)
+
+
 def _retry(state: ClosedLoopState, settings: ClosedLoopSettings) -> bool:
     """The decide step: another attempt when the last was judged, below tau_sr, and attempts are left (an
     attempt no expert could judge is not retried: the next could not be judged either)."""
     last = state.tries[-1]
-    return last.feedback.judged and last.score < settings.accept_score and len(state.tries) < settings.max_attempts
+    return last.feedback.judged and not last.feedback.accepts(settings.accept_score) \
+        and len(state.tries) < settings.max_attempts
 
 
 def _finish_subtask(state: ClosedLoopState, settings: ClosedLoopSettings) -> None:
@@ -217,14 +225,16 @@ def _finish_subtask(state: ClosedLoopState, settings: ClosedLoopSettings) -> Non
     sub, tries = state.subtask(), state.tries
     ran = [a for a in tries if not a.feedback.error]
     best = max(ran or tries, key=lambda a: a.score)
-    ok = bool(ran) and best.feedback.judged and best.score >= settings.accept_score
+    ok = bool(ran) and best.feedback.accepts(settings.accept_score)
     if not ran:
         state.failed.append(sub.index)
     elif not best.feedback.judged:
         state.unjudged.append(sub.index)
     verdict = ("failed: every attempt failed; the image stays as it was, as" if not ran
                else f"unjudged: no expert could tell whether '{sub.goal}' was done; keeping" if not best.feedback.judged
-               else "accept" if ok else "keep the best of")
+               else "accept" if ok
+               else "keep the best (the intent was judged not carried out, so not accepted) of"
+               if best.feedback.done is False else "keep the best of")
     state.trace.add("loop", AGENT, f"subtask {sub.index}: {verdict} attempt "
                                    f"{best.number} (score {best.score:.1f})", subtask=sub.index,
                     scores={"score": best.score}, outputs={"chain": [c.as_dict() for c in best.chain]},
@@ -246,6 +256,14 @@ async def after_attempt(state: ClosedLoopState, executed: Executed, cast: IMAGAg
         judged = await or_keep_best(state, keep, raise_brain_error(executed.error), what, AGENT)
     elif executed.failed:
         judged = _failed(state, executed.failed, executed.chain())
+    elif (earlier := repeat_of(state.tries, executed.chain())) is not None:
+        sub = state.subtask()
+        state.trace.add("loop", AGENT, f"subtask {sub.index}: attempt {len(state.tries)} would repeat attempt "
+                                       f"{earlier} ({', '.join(c.label() for c in executed.chain())}); not run or "
+                                       "judged again, the subtask ends with its best attempt",
+                        subtask=sub.index, attempt=len(state.tries), outputs={"repeat_of": earlier})
+        _finish_subtask(state, settings)
+        return
     else:
         judged = await or_keep_best(state, keep, _judge(state, executed.chain(), executed.image, cast, settings,
                                                         should_stop), what, AGENT)

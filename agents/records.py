@@ -186,6 +186,12 @@ class Feedback:
     suggestions: list[Suggestion] = field(default_factory=list)  # CCA's compiled report: what to change next
     direction: Direction | None = None  # IMAGAgent: which way the next attempt should move, from the experts
     error: str = ""  # the attempt or candidate failed (an invalid chain, a tool that raised): why; scored 0
+    done: bool | None = None  # IMAGAgent: False when the panel judged the subtask not carried out (too weak, or the
+    # wrong way): never accepted, whatever S; None when no expert said
+
+    def accepts(self, accept_score: float) -> bool:
+        """IMAGAgent's acceptance: S reaches tau_sr, the intent could be judged and was not judged undone."""
+        return self.judged and self.done is not False and self.score >= accept_score
 
     def yes_fraction(self) -> float:
         judged = [q for q in self.questions if q.answer != "unknown"]

@@ -54,20 +54,28 @@ def plan_schema(tool_names: list[str]) -> dict[str, Any]:
 
 def step_schema(spec: ToolSpec, max_steps: int = 4) -> dict[str, Any]:
     """One step: the tool, its parameters, and what it reads: the input or one of the steps a chain can have
-    before it (which of them are earlier than this one is checked with the chain)."""
+    before it (``chain_schema`` narrows that per position to the steps before it)."""
     return {"type": "object", "additionalProperties": False, "required": ["tool", "params"], "properties": {
         "tool": {"type": "string", "enum": [spec.name]}, "params": params_schema(spec), "rationale": TEXT,
-        "source": {"type": "string", "enum": ["input", *(f"step:{i}" for i in range(max_steps - 1))]}}}
+        "source": {"type": "string", "enum": sources(max_steps - 1)}}}
+
+
+def sources(steps_before: int) -> list[str]:
+    """What a step with ``steps_before`` steps before it may read: the input or one of them."""
+    return ["input", *(f"step:{i}" for i in range(steps_before))]
 
 
 def chain_schema(specs: ToolSpec | list[ToolSpec], max_steps: int = 4) -> dict[str, Any]:
     """A chain of steps, each one of ``specs`` (the subtask's tool first, then the helpers it may use) with that
-    tool's own parameters."""
+    tool's own parameters; step i reads the input or a step before it (position by position, ``prefixItems``
+    under ``allOf``, so each tool's parameters are written once)."""
     specs = [specs] if isinstance(specs, ToolSpec) else list(specs)
     steps = [step_schema(s, max_steps) for s in specs]
     item = steps[0] if len(steps) == 1 else {"anyOf": steps}
+    earlier = [{"properties": {"source": {"enum": sources(i)}}} for i in range(max_steps)]
     return {"type": "object", "additionalProperties": False, "required": ["steps"], "properties": {
-        "steps": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": item}}}
+        "steps": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": item,
+                  "allOf": [{"prefixItems": earlier}]}}}
 
 
 # written once per request, before any plan: "part" names the piece of the request a question checks

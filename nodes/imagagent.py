@@ -43,10 +43,11 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
         return io.Schema(
             node_id="EditAgentsClosedLoop", display_name="Closed Loop (IMAGAgent)", category=CATEGORY,
             description="Plan, execute, reflect: a constraint-aware plan; per subtask up to tau_it attempts, each judged "
-                        "by a panel of three experts (intent, quality, fidelity), each with its own rubric; the score S is "
-                        "their mean and an aggregator merges their text; accepted at tau_sr, otherwise the best attempt "
-                        "is kept; a subtask whose intent no expert could judge is kept but reported as not judged. "
-                        "History feeds every step.",
+                        "by a panel of three experts on the paper's shared rubric, each with its emphasis (intent, quality, "
+                        "fidelity); the score S is their mean and an aggregator merges their text; accepted at tau_sr "
+                        "unless the intent expert judged the subtask not carried out, otherwise the best attempt is kept; "
+                        "an attempt that would repeat an earlier chain ends the subtask; a subtask whose intent no "
+                        "expert could judge is kept but reported as not judged. History feeds every step.",
             inputs=[
                 io.Image.Input("image", tooltip="The photo to edit."),
                 io.String.Input("instruction", default="make it warmer and sharper", multiline=True, tooltip="The edit request."),

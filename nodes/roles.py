@@ -170,8 +170,8 @@ class Critic(Rerunnable, io.ComfyNode):
             node_id="EditAgentsCritic", display_name="Critic", category=CATEGORY,
             description="Judges an edit. Discriminator (CCA): writes Yes/No questions from the request, answers them on "
                         "the edited image, adds a quality score and splits the report per subtask. Expert (IMAGAgent): "
-                        "a score with positive and negative prompts for each subtask, under the expert's own rubric "
-                        "(intent, quality, fidelity), or word that it cannot judge.",
+                        "a score with positive and negative prompts for each subtask, on the paper's shared rubric with "
+                        "the expert's emphasis (intent, quality, fidelity), or word that it cannot judge.",
             inputs=[
                 io.Image.Input("original", tooltip="The photo before the edit."),
                 PLAN.Input("plan", tooltip="The Executor's plan output (it carries the edited image and the chains)."),
@@ -227,9 +227,7 @@ def _merge_critiques(crits: list[Critique]) -> Feedback:
     if not crits:
         return Feedback(score=0.0, negative="nothing was planned, so nothing was done")
     join = lambda items: "; ".join(dict.fromkeys(i for i in items if i))  # noqa: E731
-    score, judged = roles.verdict(crits)  # the critiques this expert could judge
-    return Feedback(score=score, positive=join(c.positive for c in crits), negative=join(c.negative for c in crits),
-                    experts=list(crits), judged=judged)
+    return roles.merged(crits, join(c.positive for c in crits), join(c.negative for c in crits))
 
 
 def feedback_panel_text(fb: Feedback) -> str:
@@ -251,7 +249,7 @@ class Aggregator(Rerunnable, io.ComfyNode):
             node_id="EditAgentsAggregator", display_name="Aggregator", category=CATEGORY,
             description="Merge critiques (IMAGAgent): the brain merges several experts' text on one edit, no point "
                         "added or dropped; the score is the mean of the experts who could judge, computed, not asked; "
-                        "accepted when the intent could be judged and the score reaches the threshold. Pick the best (CCA's quality "
+                        "accepted when the score reaches the threshold and the intent was judged carried out. Pick the best (CCA's quality "
                         "competitor): several candidates' feedback in, the best one out, and whether to stop.",
             inputs=[
                 FEEDBACK.Input("feedback_1", tooltip="A Critic's feedback."),
@@ -285,9 +283,10 @@ class Aggregator(Rerunnable, io.ComfyNode):
                 first = given[0]
                 out = Handoff(first.request, first.plan, first.chains, first.image,
                               Feedback(fb.score, fb.positive, fb.negative, first.feedback.questions,
-                                       first.feedback.per_subtask, fb.experts, judged=fb.judged),
+                                       first.feedback.per_subtask, fb.experts, judged=fb.judged,
+                                       direction=fb.direction, done=fb.done),
                               first.agent, first.round)
-                accepted = fb.judged and fb.score >= accept_score
+                accepted = fb.accepts(accept_score)
             else:
                 pick, stop, _ = await roles.compete(b, [f.candidate() for f in given], accept_score,
                                                     where(tr, "competitor", round=given[0].round))

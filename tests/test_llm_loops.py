@@ -129,6 +129,8 @@ def test_closed_loop_retries_on_low_scores_with_the_feedback(llm, photos):
             return Reply({"positive": "", "negative": "not warm enough" if low else ""})
         if seen.role == "planner":
             return Reply({"subtasks": [{"goal": "warm the light", "tool": "temperature_tint"}]})
+        if seen.role == "executor" and "not warm enough" in seen.user_text():  # it reads the feedback: warmer
+            return Reply({"steps": [{"tool": "temperature_tint", "params": {"temperature": 0.7, "tint": 0.0}}]})
         return respond(seen)
     llm.reset(responder=low_then_high)
     b = brain(llm)
@@ -156,7 +158,7 @@ def test_the_verdict_is_the_experts_mean_whatever_the_aggregator_says_and_an_unj
         if seen.role == "executor":
             return Reply({"steps": [{"tool": "split_toning", "params": {"strength": 0.3}}]})
         if seen.role == "expert":
-            unsure = "semantic alignment" in seen.system_text().lower()  # the intent expert's rubric
+            unsure = seen.system_text().startswith("You are intent")
             return Reply({"score": 0 if unsure else 9, "judged": not unsure, "positive": "clean", "negative": ""})
         return Reply({"positive": "clean", "negative": ""})
     llm.reset(responder=responder)
@@ -167,7 +169,8 @@ def test_the_verdict_is_the_experts_mean_whatever_the_aggregator_says_and_an_unj
     assert any("unjudged" in s.action for s in result.trace.steps if s.role == "loop")
     assert result.trace.summary["unjudged"] == [0]
     rubrics = {s.system_text() for s in llm.seen if s.role == "expert"}
-    assert len(rubrics) == 3  # intent, quality and fidelity each judge by their own rubric
+    assert len(rubrics) == 3  # intent, quality and fidelity each judge with their own emphasis ...
+    assert all("Semantic alignment" in r and "Logical consistency" in r for r in rubrics)  # ... on the paper's rubric
 
 
 def test_negative_feedback_becomes_the_negative_prompt_of_the_next_attempt(llm, photos):
@@ -402,3 +405,66 @@ def test_experts_and_an_aggregator_that_fail_leave_the_attempt_judged_by_the_res
     assert all(result.accepted) and first.positive == "nice; nice"
     actions = [s.action for s in result.trace.steps]
     assert any("expert fidelity failed" in a for a in actions) and any("the aggregator failed" in a for a in actions)
+
+
+def test_an_attempt_that_repeats_an_earlier_chain_is_neither_run_nor_judged_again(llm, photos):
+    """The same chain on the same photo gives the same image and the same verdict (issue 29: one chain ran three
+    times): the subtask ends with its best attempt, and the trace says why."""
+    def responder(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "warm the light", "tool": "temperature_tint"}]})
+        if seen.role == "expert":
+            return Reply({"score": 4, "positive": "", "negative": "not warm enough", "direction": "more"})
+        return respond(seen)  # the executor writes temperature 0.45 whatever the feedback
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(b, b, [b], b)))
+    assert len(result.attempts) == 1 and result.accepted == [False]
+    assert len([s for s in llm.seen if s.role == "executor"]) == 2  # asked again, with the feedback ...
+    assert len([s for s in llm.seen if s.role == "expert"]) == 3  # ... but the repeat was not judged again
+    repeat = [s for s in result.trace.steps if s.role == "loop" and "would repeat attempt 0" in s.action]
+    assert repeat and repeat[0].outputs["repeat_of"] == 0
+
+
+def test_a_subtask_the_intent_expert_judged_not_done_is_never_accepted(llm, photos):
+    """Issue 29: "brighter by 2%" got intent 2.99 ("more"), quality and fidelity 10, S 7.66, and was accepted. The
+    paper's experts score a failed edit near 0; here the intent expert's "not carried out" blocks acceptance
+    whatever S, and the next attempt moves the way it asks."""
+    def responder(seen):
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "warm the light", "tool": "temperature_tint"}]})
+        if seen.role == "executor":
+            tries = len([s for s in llm.seen if s.role == "executor"])
+            return Reply({"steps": [{"tool": "temperature_tint", "params": {"temperature": 0.1 * tries, "tint": 0.0}}]})
+        if seen.role == "expert":
+            if seen.system_text().startswith("You are intent"):
+                return Reply({"score": 3, "positive": "", "negative": "barely warmer", "direction": "more"})
+            return Reply({"score": 10, "positive": "clean", "negative": "", "direction": "keep"})
+        return Reply({"positive": "clean", "negative": "barely warmer"})
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_closed_loop(photos["chelsea"], EditRequest("warmer"), TOOLS, IMAGAgentCast(b, b, [b], b)))
+    assert [round(a.score, 2) for a in result.attempts] == [7.67, 7.67, 7.67]  # S passes tau_sr every time ...
+    assert result.accepted == [False]  # ... but the intent was judged not done
+    assert all(a.feedback.done is False and a.feedback.direction == "more" for a in result.attempts)
+    kept = [s for s in result.trace.steps if s.role == "loop" and "judged not carried out" in s.action]
+    assert kept
+
+
+def test_the_next_attempt_moves_the_way_any_expert_asks_when_the_intent_is_done():
+    """A "keep" from the intent expert does not hide the quality expert's "less"; "more" from the intent expert
+    (not carried out) comes first; a custom panel's majority says whether the intent was done."""
+    from edit_agents.agents import roles
+    from edit_agents.agents.records import Critique
+
+    def c(expert, direction, judged=True):
+        return Critique(expert=expert, score=5.0, judged=judged, direction=direction)
+    assert roles.direction_of([c("intent", "keep"), c("quality", "less"), c("fidelity", "keep")]) == "less"
+    assert roles.direction_of([c("intent", "more"), c("quality", "less"), c("fidelity", "keep")]) == "more"
+    assert roles.direction_of([c("intent", "keep"), c("quality", "keep")]) == "keep"
+    assert roles.direction_of([c("intent", None, judged=False)]) is None
+    assert roles.intent_done([c("intent", "reverse"), c("quality", "keep")]) is False
+    assert roles.intent_done([c("intent", "keep"), c("quality", "more")]) is True
+    assert roles.intent_done([c("intent", None, judged=False), c("quality", "more")]) is None  # intent unjudged
+    assert roles.intent_done([c("a", "more"), c("b", "more"), c("c", "keep")]) is False  # a custom panel: most say
+    assert roles.intent_done([c("a", "more"), c("b", "keep"), c("c", "keep")]) is True

@@ -59,6 +59,17 @@ def test_a_step_reads_the_input_or_a_step_a_chain_can_have():
     assert "is not one of" in validate({"steps": [{"tool": "exposure", "params": {}, "source": "step:8"}]}, schema)
 
 
+def test_each_step_reads_only_a_step_before_it_by_the_schema():
+    """Position by position (``prefixItems``): a later step naming itself or a later step is a shape error, which
+    constrained decoding never writes (the tiny local models did, 1 answer in 8 sampled, before)."""
+    schema = schemas.chain_schema([TOOLS.get("exposure"), TOOLS.get("contrast")], max_steps=3)
+    step = lambda source: {"tool": "exposure", "params": {}, "source": source}  # noqa: E731
+    assert validate({"steps": [step("input"), step("step:0"), step("step:1")]}, schema) is None
+    assert "is not one of" in validate({"steps": [step("input"), step("step:1")]}, schema)
+    assert "is not one of" in validate({"steps": [step("input"), step("input"), step("step:2")]}, schema)
+    assert "is not one of" in validate({"steps": [step("step:0")]}, schema)
+
+
 def test_the_first_step_reading_a_step_is_mended_to_the_input():
     data = {"steps": [{"tool": "exposure", "params": {}, "source": "step:2"},
                       {"tool": "exposure", "params": {}, "source": "step:1"}]}
