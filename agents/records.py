@@ -108,7 +108,8 @@ class Plan:
 class Question:
     """A Yes/No question on the edited image. CCA writes them once per request (from the instruction and the
     caption), so every candidate of every round is graded on the same questions; ``subtask`` is set per
-    candidate, by routing ``part`` to the subtask of its plan that does that part."""
+    candidate: the discriminator names the subtask of its plan that the question checks (the rule brain routes
+    ``part`` by word overlap)."""
 
     text: str
     answer: Answer = "unknown"

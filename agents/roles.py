@@ -401,15 +401,21 @@ async def discriminate(brain: Brain, request: EditRequest, plan_: Plan, before: 
                        aesthetic: Callable[[np.ndarray], float] | None = None) -> Feedback:
     """The request's questions answered on the edited image, plus an overall quality score (the brain's rating,
     averaged with the aesthetic predictor's when it is there), compiled into a report with suggestions."""
-    asked = route_questions(questions, plan_)
+    asked = route_questions(questions, plan_)  # word overlap: what the rule brain answers with
+    subtasks = plan_.subtasks
     a_req = BrainRequest(
         role="answers", system=prompt("answers"),
-        text="Questions:\n" + "\n".join(f"{i}. {q.text}" for i, q in enumerate(asked)),
-        schema=schemas.answers_schema(len(asked)), images=[before, after], context={"questions": asked})
+        text=("The plan's subtasks:\n" + "\n".join(f"{s.index}. {s.goal} ({s.tool})" for s in subtasks) + "\n\n"
+              if subtasks else "") + "Questions:\n" + "\n".join(f"{i}. {q.text}" for i, q in enumerate(asked)),
+        schema=schemas.answers_schema(len(asked), len(subtasks)), images=[before, after],
+        context={"questions": asked})
     data = (await ask(brain, a_req, where, "answer the questions on the edited image")).data
     for q, a in zip(asked, data["answers"]):
         q.answer, q.explanation = a["answer"], a.get("explanation", "")
         q.direction = a.get("direction") if q.answer == "no" else None
+        if subtasks:  # the discriminator says which subtask the question checks (CCA: its LLM splits the report)
+            named = int(a.get("subtask", -1))
+            q.subtask = subtasks[named].index if 0 <= named < len(subtasks) else None
     quality = float(data["quality"])
     if aesthetic is not None:
         rating = await asyncio.to_thread(aesthetic, after)

@@ -413,7 +413,10 @@ class RuleBrain:
             ans, why, achieved = run_check(q.check, mb, ma, before, after) if q.check else (
                 "unknown", "a rule critic cannot judge this; connect a VLM brain", 0.0)
             answers.append({"answer": ans, "explanation": why,
-                            **({"direction": "reverse" if achieved < 0 else "more"} if ans == "no" else {})})
+                            **({"direction": "reverse" if achieved < 0 else "more"} if ans == "no" else {}),
+                            # which subtask the question checks: by word overlap (roles.route_questions), the
+                            # rule brain's only way; a model brain reads the plan
+                            "subtask": -1 if q.subtask is None else q.subtask})
         quality = max(0.0, min(10.0, 10.0 * self.reward.score(after).total))  # the edited photo's own quality
         return {"answers": answers, "quality": round(quality, 3)}, []
 

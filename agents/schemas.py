@@ -87,14 +87,18 @@ QUESTIONS = {"type": "object", "additionalProperties": False, "required": ["ques
 CAPTION = {"type": "object", "additionalProperties": False, "required": ["caption"], "properties": {
     "caption": {"type": "string", "minLength": 1, "maxLength": 1000}}}
 
-def answers_schema(questions: int) -> dict[str, Any]:
+def answers_schema(questions: int, subtasks: int = 0) -> dict[str, Any]:
     """One answer per question, in order ("direction": with a "no", which way the edit must move to make it a
-    "yes"), and the edited photo's quality."""
+    "yes"; "subtask": which of the plan's ``subtasks`` the question checks, -1 for the whole request or a part no
+    subtask does), and the edited photo's quality."""
+    answer = {"answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT,
+              "direction": {"type": "string", "enum": ["more", "less", "reverse"]}}
+    if subtasks:
+        answer["subtask"] = {"type": "integer", "minimum": -1, "maximum": subtasks - 1}
     return {"type": "object", "additionalProperties": False, "required": ["answers", "quality"], "properties": {
         "answers": {"type": "array", "minItems": questions, "maxItems": questions, "items": {
-            "type": "object", "additionalProperties": False, "required": ["answer"], "properties": {
-                "answer": {"type": "string", "enum": ["yes", "no", "unknown"]}, "explanation": TEXT,
-                "direction": {"type": "string", "enum": ["more", "less", "reverse"]}}}},
+            "type": "object", "additionalProperties": False,
+            "required": ["answer", "subtask"] if subtasks else ["answer"], "properties": answer}},
         "quality": SCORE}}
 
 # "judged": false when the images cannot show whether the subtask was done (the score is then not counted);

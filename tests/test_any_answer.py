@@ -103,7 +103,7 @@ def any_count(schema: dict) -> dict:
 
 
 @FAST
-@given(answer=from_schema(any_count(schemas.answers_schema(len(QUESTIONS)))))
+@given(answer=from_schema(any_count(schemas.answers_schema(len(QUESTIONS), len(PLAN.subtasks)))))
 def test_answers(llm, answer):
     """Answers of any count are generated (the schema sent to the endpoint says how many)."""
     served(llm, answer)
@@ -220,7 +220,7 @@ def hostile(seen):
     if role == "questions":
         return Reply({"questions": [{"text": "Is it warmer?", "part": "warm it"}] if again else [{"text": " "}]})
     if role == "answers":
-        return Reply({"answers": [{"answer": "yes"}] * (1 if again else 7), "quality": 0})
+        return Reply({"answers": [{"answer": "yes", "subtask": 0}] * (1 if again else 7), "quality": 0})
     if role == "competitor":
         return Reply({"best": 0 if again else 5, "stop": True})
     if role == "expert":

@@ -34,8 +34,25 @@ ANSWERS = {
 }
 
 
+def subtask_of(seen, word: str) -> int:
+    """The number of the listed plan's subtask whose line has ``word`` (as a discriminator reads the plan), or -1."""
+    for line in seen.user_text().split("Questions:")[0].splitlines():
+        number, _, goal = line.partition(". ")
+        if number.isdigit() and word in goal:
+            return int(number)
+    return -1
+
+
+def answers_naming_subtasks(seen, answers: list[dict], quality: float) -> Reply:
+    """The answers to the two questions (warmer, more punch), each naming the subtask it checks."""
+    named = [{**a, "subtask": subtask_of(seen, word)} for a, word in zip(answers, ("warm", "punch"))]
+    return Reply({"answers": named, "quality": quality})
+
+
 def respond(seen):
     role = seen.role
+    if role == "answers":
+        return answers_naming_subtasks(seen, ANSWERS["answers"]["answers"], ANSWERS["answers"]["quality"])
     if role == "executor":
         goal = seen.user_text().split("\n", 1)[0]  # "Subtask: ..."
         if "warm" in goal:
@@ -77,8 +94,8 @@ def test_cca_questions_are_written_once_and_feedback_follows_the_subtask_when_th
             subtasks = [{"goal": "warm the light", "tool": "temperature_tint"}, {"goal": "add punch", "tool": "contrast"}]
             return Reply({"subtasks": subtasks[::-1] if again else subtasks})
         if seen.role == "answers":
-            return Reply({"answers": [{"answer": "yes", "explanation": "warmer"},
-                                      {"answer": "no", "explanation": "still flat"}], "quality": 6})
+            return answers_naming_subtasks(seen, [{"answer": "yes", "explanation": "warmer"},
+                                                  {"answer": "no", "explanation": "still flat"}], 6)
         if seen.role == "competitor":
             return Reply({"best": 0, "stop": False})
         return respond(seen)
@@ -92,7 +109,7 @@ def test_cca_questions_are_written_once_and_feedback_follows_the_subtask_when_th
     assert roles_seen.count("caption") == 1 and roles_seen.count("questions") == 1
     assert roles_seen.index("caption") < roles_seen.index("questions") < roles_seen.index("answers")
     assert "a cat on a sofa" in [s for s in llm.seen if s.role == "questions"][0].user_text()
-    asked = {s.user_text() for s in llm.seen if s.role == "answers"}
+    asked = {s.user_text().split("Questions:")[1] for s in llm.seen if s.role == "answers"}
     assert roles_seen.count("answers") == 4 and len(asked) == 1  # 2 generators x 2 rounds, one set of questions
     feedback_line = {}
     for s in [s for s in llm.seen if s.role == "executor"][4:]:  # round 2: punch is subtask 0 now
@@ -468,3 +485,34 @@ def test_the_next_attempt_moves_the_way_any_expert_asks_when_the_intent_is_done(
     assert roles.intent_done([c("intent", None, judged=False), c("quality", "more")]) is None  # intent unjudged
     assert roles.intent_done([c("a", "more"), c("b", "more"), c("c", "keep")]) is False  # a custom panel: most say
     assert roles.intent_done([c("a", "more"), c("b", "keep"), c("c", "keep")]) is True
+
+
+def test_the_discriminator_names_the_subtask_each_answer_belongs_to(llm, photos):
+    """CCA's discriminator splits its report per subtask from the plan it is shown (issue 29: "make it brighter"
+    shares no word with "Increase the exposure", so word overlap lost its feedback and suggested adding a
+    subtask that was there). The rule brain still routes by word overlap."""
+    def responder(seen):
+        if seen.role == "questions":
+            return Reply({"questions": [{"text": "Is it brighter?", "part": "make it brighter"}]})
+        if seen.role == "planner":
+            return Reply({"subtasks": [{"goal": "Increase the exposure of the whole photo", "tool": "exposure"}]})
+        if seen.role == "executor":
+            return Reply({"steps": [{"tool": "exposure", "params": {"stops": 0.1}}]})
+        if seen.role == "answers":
+            assert "0. Increase the exposure of the whole photo (exposure)" in seen.user_text()
+            return Reply({"answers": [{"answer": "no", "explanation": "barely brighter", "direction": "more",
+                                       "subtask": subtask_of(seen, "exposure")}], "quality": 7})
+        if seen.role == "competitor":
+            return Reply({"best": 0, "stop": False})
+        return respond(seen)
+    llm.reset(responder=responder)
+    b = brain(llm)
+    result = asyncio.run(run_cca(photos["chelsea"], EditRequest("make it brighter"), TOOLS,
+                                 CCACast([Generator("generator-1", b, b)], b, b), CCASettings(rounds=1)))
+    feedback = result.best.feedback
+    assert feedback.questions[0].subtask == 0 and "barely brighter" in feedback.per_subtask[0]
+    assert [s.kind for s in feedback.suggestions] == ["adjust"]  # no false "add a subtask"
+    from edit_agents.agents import roles
+    from edit_agents.agents.records import Plan, Question, Subtask
+    plan = Plan([Subtask(0, "Increase the exposure of the whole photo", "exposure")])
+    assert roles.route_questions([Question("Is it brighter?", part="make it brighter")], plan)[0].subtask is None
