@@ -77,16 +77,16 @@ TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness,
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
 
 
+def texture_boxes(h: int, w: int) -> list[tuple[int, int, int]]:
+    """Where ``texture_crops`` cuts a photo of h x w: (x0, y0, side) for each crop."""
+    side = max(8, min(TEXTURE_SIDE, h // 2, w // 2)) if min(h, w) >= 16 else min(h, w)
+    return [(int(np.clip(round(cx * w - side / 2), 0, w - side)), int(np.clip(round(cy * h - side / 2), 0, h - side)),
+             side) for cx, cy in TEXTURE_CENTRES]
+
+
 def texture_crops(img: np.ndarray) -> list[np.ndarray]:
     """Four native-resolution crops at fixed places (the same places on every candidate of a photo)."""
-    h, w = img.shape[:2]
-    side = max(8, min(TEXTURE_SIDE, h // 2, w // 2)) if min(h, w) >= 16 else min(h, w)
-    out = []
-    for cx, cy in TEXTURE_CENTRES:
-        x0 = int(np.clip(round(cx * w - side / 2), 0, w - side))
-        y0 = int(np.clip(round(cy * h - side / 2), 0, h - side))
-        out.append(np.ascontiguousarray(img[y0:y0 + side, x0:x0 + side]))
-    return out
+    return [np.ascontiguousarray(img[y0:y0 + side, x0:x0 + side]) for x0, y0, side in texture_boxes(*img.shape[:2])]
 
 
 def global_statistics(img: np.ndarray) -> dict[str, float]:

@@ -13,12 +13,13 @@ crops, where noise and blur are still visible.
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Protocol
@@ -27,6 +28,8 @@ import numpy as np
 
 from .metrics import (CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, METRICS, VEIL_LIMIT, raw_statistics,
                       structure_similarity)
+
+GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
 FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
 
@@ -308,12 +311,24 @@ class Reward:
         return (f"reward ({self.config.preset}) = " + " + ".join(parts) + pres
                 + (f" (skipped {skipped})" if skipped else ""))
 
+    @property
+    def scoring_text(self) -> str:
+        """The one text every learned component scores every image against: the mood, else a fixed generic text
+        (never an action's label, so a search state and its full-resolution check are scored alike)."""
+        return self.config.mood or GENERIC_TEXT
+
+    def with_mood(self, mood: str) -> "Reward":
+        """This reward scoring toward ``mood`` (the same loaded components)."""
+        other = copy.copy(self)
+        other.config = replace(self.config, mood=mood.strip())
+        return other
+
     def score(self, img: np.ndarray, original: np.ndarray | None = None, crops: list[np.ndarray] | None = None,
-              intent: str = "", known: Mapping[str, float] | None = None, pool: Executor | None = None) -> Score:
+              known: Mapping[str, float] | None = None, pool: Executor | None = None) -> Score:
         """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
-        texture crops when ``img`` is a reduced copy, ``intent`` the text an action aimed at (when no mood),
-        ``known`` raw statistics already measured on this image and these crops, ``pool`` a spare thread
-        (``spare_thread``) for statistics measured beside the others."""
+        texture crops when ``img`` is a reduced copy, ``known`` raw statistics already measured on this image and
+        these crops, ``pool`` a spare thread (``spare_thread``) for statistics measured beside the others. The
+        learned components read ``scoring_text``."""
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         similarity = pool.submit(structure_similarity, original, img) if preserve and pool is not None else None
@@ -321,7 +336,7 @@ class Reward:
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
-        text = self.config.mood or intent or "a high-quality photo"
+        text = self.scoring_text
         for name, scorer in self.scorers.items():
             raw[name], comps[name] = scorer.measure(img, text)
         weights = {k: self.active[k] / self._norm for k in comps}

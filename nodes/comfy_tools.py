@@ -104,6 +104,110 @@ def comfy_instruct_pix2pix(img, prompt="", negative_prompt="", steps=20, cfg=7.5
                       [f"InstructPix2Pix '{prompt}' on your checkpoint"])
 
 
+# -- instruction editing on the user's edit model (FLUX.1 Kontext, Qwen-Image-Edit, any reference-latent model) --
+
+KONTEXT_SIDE = 1024  # at this working side the Kontext tool snaps to Kontext's preferred resolutions, as ComfyUI's does
+
+
+def _first(out):
+    """The first output of a ComfyUI node's function, V1 tuple or V3 NodeOutput alike."""
+    return (out.args if hasattr(out, "args") else out)[0]
+
+
+def edit_family(model) -> str:
+    """Which instruction editor the connected MODEL is: 'kontext' (FLUX: a reference latent and Flux guidance),
+    'qwen-image-edit' (Qwen-Image: the text encoder sees the image too) or 'reference-latent' (another model that
+    reads ComfyUI's reference latents); a model none of these can drive gets an error naming what to connect."""
+    base = getattr(model, "model", None)
+    kind = type(base).__name__
+    if kind in ("Flux", "Flux2"):
+        return "kontext"
+    if kind == "QwenImage":
+        return "qwen-image-edit"
+    if "ref_latents" in getattr(base, "memory_usage_factor_conds", ()):
+        return "reference-latent"
+    raise ValueError(f"comfy_edit needs an instruction-edit model as the Toolbox's MODEL (FLUX.1 Kontext, "
+                     f"Qwen-Image-Edit, or another model that reads a reference latent); the connected model is "
+                     f"{kind or 'unknown'}. Load one with Load Diffusion Model (models/diffusion_models/) and connect "
+                     "it, its text encoder (Load CLIP / DualCLIPLoader) and its VAE to the Toolbox.")
+
+
+def _working_size(family: str, h: int, w: int, side: int) -> tuple[int, int]:
+    """(width, height) the model edits at: Kontext's preferred resolution nearest in aspect at its own side, else
+    the longest side ``side`` (Qwen-Image-Edit: the same pixel count), in multiples of 16."""
+    if family == "kontext" and side == KONTEXT_SIDE:
+        from comfy_extras.nodes_flux import PREFERED_KONTEXT_RESOLUTIONS
+
+        return min(PREFERED_KONTEXT_RESOLUTIONS, key=lambda r: abs(w / h - r[0] / r[1]))
+    if family == "qwen-image-edit":
+        scale = side / (h * w) ** 0.5
+    else:
+        scale = side / max(h, w)
+    return max(16, round(w * scale / 16) * 16), max(16, round(h * scale / 16) * 16)
+
+
+@torch.inference_mode()  # agent roles may call tools from a worker thread, where ComfyUI's mode is not set
+def comfy_edit(img, prompt="", steps=20, guidance=2.5, seed=0, work_side=KONTEXT_SIDE, sampler="euler",
+               scheduler="simple", mask=None, runtime=None):
+    import comfy.utils
+    import nodes as comfy_nodes
+    from comfy_extras.nodes_edit_model import ReferenceLatent
+
+    model, clip, vae = _models(runtime)
+    family = edit_family(model)
+    color, alpha = split_alpha(img)
+    rgb = to_rgb(color)
+    w, h = _working_size(family, *rgb.shape[:2], int(work_side))
+    pixels = comfy.utils.common_upscale(_pixels(rgb).movedim(-1, 1), w, h, "lanczos", "disabled").movedim(1, -1)
+    latent = comfy_nodes.VAEEncode().encode(vae, pixels)[0]
+    if family == "qwen-image-edit":  # the 2509 encoder: the model's text encoder reads the photo with the prompt
+        from comfy_extras.nodes_qwen import TextEncodeQwenImageEditPlus
+
+        positive = _first(TextEncodeQwenImageEditPlus.execute(clip, prompt, vae, image1=pixels))
+        negative = _first(TextEncodeQwenImageEditPlus.execute(clip, "", vae, image1=pixels))
+        cfg = float(guidance)
+    else:
+        positive = _first(ReferenceLatent.execute(comfy_nodes.CLIPTextEncode().encode(clip, prompt)[0], latent))
+        if family == "kontext":  # guidance is distilled into the model: Flux guidance, no negative, CFG 1
+            from comfy_extras.nodes_flux import FluxGuidance
+
+            positive = _first(FluxGuidance.execute(positive, float(guidance)))
+            negative, cfg = comfy_nodes.ConditioningZeroOut().zero_out(positive)[0], 1.0
+        else:
+            negative = _first(ReferenceLatent.execute(comfy_nodes.CLIPTextEncode().encode(clip, "")[0], latent))
+            cfg = float(guidance)
+    samples = _sample(model, seed, steps, cfg, sampler, scheduler, positive, negative, latent, 1.0)
+    out = _back(comfy_nodes.VAEDecode().decode(vae, samples)[0], rgb)
+    if mask is not None:  # the edit only where the mask is: outside it, exactly the input
+        out = paste_masked(rgb, out, mask[:, :, 0] if mask.ndim == 3 else mask)
+    notes = [f"{family} edit '{prompt}' at {w}x{h} on your model" + (" inside the mask" if mask is not None else "")]
+    return ToolOutput(join_alpha(out if color.shape[2] == 3 else out.mean(axis=2, keepdims=True), alpha), notes)
+
+
+def comfy_edit_region(img, prompt="", mask=None, **kw):
+    if mask is None:
+        raise ValueError("comfy_edit_region needs a mask: pass mask='step:N' from ground, segment_box or box_mask")
+    return comfy_edit(img, prompt=prompt, mask=mask, **kw)
+
+
+def _editing():
+    return (Param("steps", "int", "sampling steps", default=20, minimum=1, maximum=100),
+            Param("guidance", "float", "how strongly to follow the instruction (Kontext: Flux guidance; Qwen-Image-Edit "
+                  "and others: CFG)", default=2.5, minimum=1.0, maximum=10.0, neutral=1.0,
+                  effect="Raise it when the edit is too weak."),
+            SEED,
+            Param("work_side", "int", f"the longest side the model edits at (Qwen-Image-Edit: the side of a square "
+                  f"of the same area); at {KONTEXT_SIDE}, Kontext's preferred resolutions. The result is resized back",
+                  default=KONTEXT_SIDE, minimum=64, maximum=2048, pixels=True),
+            Param("sampler", "enum", "sampler", default="euler", choices=SAMPLERS),
+            Param("scheduler", "enum", "noise schedule", default="simple" if "simple" in SCHEDULERS else SCHEDULERS[0],
+                  choices=SCHEDULERS))
+
+
+EDIT_KEYWORDS = ("add a", "add an", "remove the", "replace the", "change the", "turn the", "make it look like",
+                 "instruction edit")
+
+
 def _common():
     return (Param("negative_prompt", "string", "what to avoid", default=""),
             Param("steps", "int", "sampling steps", default=20, minimum=1, maximum=150),
@@ -134,4 +238,23 @@ COMFY_TOOLS: tuple[ToolSpec, ...] = (
              "InstructPixToPixConditioning with your MODEL/CLIP/VAE (an InstructPix2Pix checkpoint).",
              (Param("prompt", "string", "the edit instruction", required=True), *_common()),
              comfy_instruct_pix2pix, **GEN),
+)
+
+# the Toolbox adds these when the connected MODEL is an instruction editor (``edit_family``)
+EDIT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("comfy_edit", "Edit the photo by instruction with your edit model (FLUX.1 Kontext, Qwen-Image-Edit).",
+             "Runs your instruction-edit model through ComfyUI's own nodes and sampler: the photo is VAE-encoded as "
+             "the reference (Kontext: ReferenceLatent, Flux guidance, no negative; Qwen-Image-Edit: "
+             "TextEncodeQwenImageEditPlus), sampled, decoded and resized back. For semantic edits (add, remove, "
+             "replace, restyle); tone and colour are better done by the classic tools. Write the prompt as an "
+             "instruction: 'add a red hat to the cat'.",
+             (Param("prompt", "string", "the edit instruction", required=True), *_editing()),
+             comfy_edit, keywords=EDIT_KEYWORDS, **GEN),
+    ToolSpec("comfy_edit_region", "Edit one region by instruction with your edit model; outside the mask stays exact.",
+             "comfy_edit, then the result pasted back only where the mask is (from ground, segment_box or box_mask "
+             "as 'step:N'): a local edit that cannot touch the rest of the photo.",
+             (Param("prompt", "string", "the edit instruction", required=True),
+              Param("mask", "mask", "where the edit may change the photo: 'step:N' from a mask tool", required=True),
+              *_editing()),
+             comfy_edit_region, **GEN),
 )

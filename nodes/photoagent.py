@@ -46,7 +46,8 @@ class MCTSPlanner(io.ComfyNode):
                 io.Int.Input("seed", default=0, min=0, max=2**31 - 1, tooltip="Seed of the random rollouts (same seed, same result)."),
                 io.String.Input("mood", default="", multiline=False, optional=True,
                                 tooltip="Mood-guided mode: the mood to aim for (e.g. 'warm and cosy'). Empty = autonomous "
-                                        "'make it better'. Give the Reward node the same mood so it scores toward it."),
+                                        "'make it better', or the Reward node's mood. Typed here or on the Reward, it "
+                                        "reaches both the perceiver and the reward (this one wins if both differ)."),
                 BRAIN.Input("perceiver_brain", optional=True,
                             tooltip="A vision-language brain as PhotoAgent's perceiver: it looks at the photo and proposes "
                                     "K actions at each newly expanded state (within perceiver_calls per step), seeing what was already tried. Without it the rule "
@@ -68,7 +69,10 @@ class MCTSPlanner(io.ComfyNode):
                          max_steps=max_steps, patience=patience, preview_side=preview_side, time_budget_s=time_budget_s,
                          seed=seed, perceiver_calls=perceiver_calls)
         tools, scorer = tools_or_classic(toolbox), reward or ClassicReward()
-        mood = mood.strip()
+        # the mood is typed once, here or on the Reward: it reaches both the perceiver and the reward's scoring text
+        mood = mood.strip() or scorer.config.mood
+        if mood != scorer.config.mood:
+            scorer = scorer.with_mood(mood)
 
         def perceiver(agent: str):
             if perceiver_brain is None and not mood:

@@ -66,7 +66,9 @@ class Reward(io.ComfyNode):
                 *[_weight(n, optional=True) for n in LATER],
                 io.String.Input("mood", default="", multiline=False, optional=True,
                                 tooltip="Mood-guided mode: the target mood (e.g. 'warm golden hour'), read by CLIP "
-                                        "similarity, ImageReward and the VLM rating. Empty = plain 'make it better'."),
+                                        "similarity, ImageReward and the VLM rating; it reaches the MCTS Planner's perceiver too. Empty = "
+                                        "the MCTS Planner's mood, or plain 'make it better' (scored against 'a "
+                                        "high-quality photo')."),
                 *models,
                 # last, so the widget values of workflows saved before presets existed keep their places
                 io.Combo.Input("preset", options=list(PRESETS), default="offline", optional=True,

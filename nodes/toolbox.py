@@ -49,10 +49,14 @@ class Toolbox(io.ComfyNode):
                                 tooltip="Comma-separated tool names to forbid, e.g. 'crop, rotate'."),
                 *models,
                 BRAIN.Input("vision_brain", optional=True, tooltip="A vision-language brain for the caption and ask_image tools."),
-                io.Model.Input("model", optional=True, tooltip="Your checkpoint's MODEL: with CLIP and VAE it enables "
-                               "comfy_img2img, comfy_inpaint and comfy_instruct_pix2pix on your own models."),
-                io.Clip.Input("clip", optional=True, tooltip="Your checkpoint's CLIP (text encoder)."),
-                io.Vae.Input("vae", optional=True, tooltip="Your checkpoint's VAE."),
+                io.Model.Input("model", optional=True, tooltip="Your MODEL: with CLIP and VAE, an instruction-edit model "
+                               "(FLUX.1 Kontext, Qwen-Image-Edit, from Load Diffusion Model) enables comfy_edit and "
+                               "comfy_edit_region; any other checkpoint comfy_img2img, comfy_inpaint and "
+                               "comfy_instruct_pix2pix. Connect it after your LoRA or ModelSampling nodes: the tools "
+                               "sample it as it comes."),
+                io.Clip.Input("clip", optional=True, tooltip="Your model's CLIP (text encoder: Kontext's DualCLIPLoader, "
+                              "Qwen-Image's Load CLIP)."),
+                io.Vae.Input("vae", optional=True, tooltip="Your model's VAE."),
                 *[GRAPH_TOOL.Input(f"graph_tool_{i}", optional=True, tooltip="A sub-graph made into a tool by a Tool Output node.")
                   for i in (1, 2, 3)],
             ],
@@ -63,7 +67,7 @@ class Toolbox(io.ComfyNode):
     def execute(cls, category: str, only: str, exclude: str, grounding_dino: str, sam: str, instruct_pix2pix: str,
                 inpaint: str, vision_brain=None, model=None, clip=None, vae=None, graph_tool_1=None, graph_tool_2=None,
                 graph_tool_3=None) -> io.NodeOutput:
-        from .comfy_tools import COMFY_TOOLS
+        from .comfy_tools import COMFY_TOOLS, EDIT_TOOLS, edit_family
 
         hosted = {"model": model, "clip": clip, "vae": vae}
         given = [k for k, v in hosted.items() if v is not None]
@@ -73,8 +77,13 @@ class Toolbox(io.ComfyNode):
         runtime = comfy_runtime({"grounding-dino": grounding_dino, "sams": sam, "instruct-pix2pix": instruct_pix2pix,
                                  "inpaint": inpaint}, brain=vision_brain, extras=hosted)
         registry = default_registry(runtime)
-        if given:
-            for spec in COMFY_TOOLS:
+        not_an_editor = ""
+        if given:  # an instruction-edit model gets the edit tools; any other checkpoint the SD tools
+            try:
+                edit_family(model)
+            except ValueError as err:
+                not_an_editor = str(err)
+            for spec in COMFY_TOOLS if not_an_editor else EDIT_TOOLS:
                 registry.register(spec)
         graph_tools = [g for g in (graph_tool_1, graph_tool_2, graph_tool_3) if g is not None]
         for g in graph_tools:
@@ -83,6 +92,10 @@ class Toolbox(io.ComfyNode):
             except ValueError as err:
                 raise ValueError(f"Toolbox: graph tool {g.spec.name!r}: {err}") from None
         runtime.extras["graph_tools"] = {g.spec.name: g for g in graph_tools}
+        asked_edit = [n for n in _names(only) if n in {t.name for t in EDIT_TOOLS} and n not in registry]
+        if asked_edit:  # named, but the model connected (or none) cannot edit by instruction: say what to connect
+            raise ValueError(f"Toolbox: {asked_edit[0]}: " + (not_an_editor or "connect an instruction-edit model "
+                             "(FLUX.1 Kontext, Qwen-Image-Edit) as MODEL, with its CLIP and VAE"))
         try:
             for name in _names(only) + _names(exclude):
                 registry.get(name)  # unknown names: an error with the closest tool names

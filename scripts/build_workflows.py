@@ -48,6 +48,47 @@ NEEDS_LOCAL = ("**Needs** a vision-language model folder (Hugging Face layout) i
                "JSON schema, so even a small model answers in shape.")
 
 
+def kontext_loaders() -> dict:
+    """FLUX.1 Kontext [dev] as ComfyUI's own template loads it (flux_kontext_dev_basic.json)."""
+    return {
+        "unet": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev-kontext_fp8_scaled.safetensors",
+                                                        "weight_dtype": "default"}},
+        "clip": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors",
+                                                            "clip_name2": "t5xxl_fp8_e4m3fn_scaled.safetensors",
+                                                            "type": "flux"}},
+        "vae": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+    }
+
+
+def qwen_edit_loaders() -> dict:
+    """Qwen-Image-Edit-2509 as ComfyUI's own template loads it (image_qwen_image_edit_2509.json), with its
+    ModelSamplingAuraFlow before the Toolbox."""
+    return {
+        "unet": {"class_type": "UNETLoader", "inputs": {"unet_name": "qwen_image_edit_2509_fp8_e4m3fn.safetensors",
+                                                        "weight_dtype": "default"}},
+        "shift": {"class_type": "ModelSamplingAuraFlow", "inputs": {"model": ["unet", 0], "shift": 3.0}},
+        "clip": {"class_type": "CLIPLoader", "inputs": {"clip_name": "qwen_2.5_vl_7b_fp8_scaled.safetensors",
+                                                        "type": "qwen_image"}},
+        "vae": {"class_type": "VAELoader", "inputs": {"vae_name": "qwen_image_vae.safetensors"}},
+    }
+
+
+def editor_toolbox(model: list) -> dict:
+    return {"class_type": "EditAgentsToolbox", "inputs": {
+        **TOOLBOX, "category": "classic + localise + generative", "model": model, "clip": ["clip", 0],
+        "vae": ["vae", 0]}}
+
+
+NEEDS_KONTEXT = ("**Needs** FLUX.1 Kontext [dev], as ComfyUI's own Kontext template loads it: "
+                 "`flux1-dev-kontext_fp8_scaled.safetensors` in `models/diffusion_models/`, `clip_l.safetensors` and "
+                 "`t5xxl_fp8_e4m3fn_scaled.safetensors` in `models/text_encoders/`, `ae.safetensors` in `models/vae/`; "
+                 "and a GPU. ")
+NEEDS_QWEN_EDIT = ("**Needs** Qwen-Image-Edit-2509, as ComfyUI's own template loads it: "
+                   "`qwen_image_edit_2509_fp8_e4m3fn.safetensors` in `models/diffusion_models/`, "
+                   "`qwen_2.5_vl_7b_fp8_scaled.safetensors` in `models/text_encoders/`, `qwen_image_vae.safetensors` in "
+                   "`models/vae/`; and a GPU. ")
+
+
 def load(image: str = SAMPLE_IMAGE.name) -> dict:
     """The Load Image of every workflow: the sample photo the pack copies into ComfyUI's input folder."""
     return {"class_type": "LoadImage", "inputs": {"image": image}}
@@ -276,6 +317,81 @@ WORKFLOW_GRAPHS = {
              "the intent, quality and fidelity experts, and merges their critiques; an attempt below the acceptance "
              "score is retried with that feedback. Connect a Brain to a role's input to give it another model, as "
              "the paper mixes several.\n\n" + NEEDS_OLLAMA,
+    ),
+    "photoagent_kontext.json": dict(
+        prompt={
+            "img": load(), **kontext_loaders(),
+            "vlm": ollama(temperature=0.2),
+            "tools": editor_toolbox(["unet", 0]),
+            "reward": {"class_type": "EditAgentsReward", "inputs": {"preservation": 1.5, "mood": "", "preset": "paper",
+                                                                   "vision_brain": ["vlm", 0]}},
+            "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
+                "image": ["img", 0], "simulations": 12, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 2,
+                "max_steps": 3, "patience": 1, "preview_side": 384, "time_budget_s": 300.0, "seed": 0,
+                "mood": "warm late-afternoon light", "toolbox": ["tools", 0], "reward": ["reward", 0],
+                "perceiver_brain": ["vlm", 0], "perceiver_calls": 2}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["mcts", 0], "filename_prefix": "edit_agents/photoagent_kontext"}},
+            "steps": {"class_type": "PreviewImage", "inputs": {"images": ["mcts", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}},
+        },
+        titles={"img": "Input Image", "unet": "Load Diffusion Model: FLUX.1 Kontext", "clip": "DualCLIPLoader (flux)",
+                "vae": "Load VAE", "vlm": "Brain: VLM perceiver and rating", "tools": "Toolbox: classic + Kontext",
+                "reward": "Reward: the paper's preset", "mcts": "MCTS Planner (PhotoAgent)", "steps": "Each kept step"},
+        note="## PhotoAgent with FLUX.1 Kontext and the paper's reward\n\nThe paper's set-up: a VLM perceiver "
+             "proposes edits toward the **mood** (typed once, on the planner: it reaches the Reward too), routing tone "
+             "and colour to the classic tools and semantic edits to **Kontext** (`comfy_edit`, through ComfyUI's own "
+             "ReferenceLatent, FluxGuidance and sampler). MCTS runs each Kontext edit once, on its small copy, and the "
+             "winners again at full size. The Reward uses the **paper** preset: CLIP, the aesthetic predictor, "
+             "ImageReward and the VLM's rating (what is missing is skipped with a note).\n\n" + NEEDS_KONTEXT
+             + "A CLIP folder in `models/clip-hf/` and an aesthetic head in `models/aesthetic/` add those components. "
+             + NEEDS_OLLAMA,
+    ),
+    "imagagent_qwen_edit.json": dict(
+        prompt={
+            "img": load(), **qwen_edit_loaders(),
+            "vlm": ollama(temperature=0.2),
+            "tools": editor_toolbox(["shift", 0]),
+            "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
+                "image": ["img", 0], "instruction": "put a small red scarf on the cat, then make the light warmer",
+                "max_attempts": 3, "accept_score": 7.0, "rerun_every_time": True, "toolbox": ["tools", 0],
+                "planner_brain": ["vlm", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/imagagent_qwen_edit"}},
+            "attempts": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "unet": "Load Diffusion Model: Qwen-Image-Edit", "shift": "ModelSamplingAuraFlow",
+                "clip": "Load CLIP (qwen_image)", "vae": "Load VAE", "vlm": "Brain: every role (Ollama VLM)",
+                "tools": "Toolbox: classic + Qwen-Image-Edit", "loop": "Closed Loop (IMAGAgent)",
+                "attempts": "Every attempt"},
+        note="## IMAGAgent with Qwen-Image-Edit\n\nAs in the paper: the planner splits the request into subtasks, "
+             "the orchestrator edits semantic ones with **Qwen-Image-Edit** (`comfy_edit`, through ComfyUI's own "
+             "TextEncodeQwenImageEditPlus and sampler) and tone with the classic tools, and three experts judge each "
+             "attempt; a subtask they judge not done is retried with their feedback.\n\n" + NEEDS_QWEN_EDIT
+             + NEEDS_OLLAMA,
+    ),
+    "cca_kontext.json": dict(
+        prompt={
+            "img": load(), **kontext_loaders(),
+            "gen1": ollama(temperature=0.3), "gen2": ollama(temperature=0.9), "judge": ollama(temperature=0.0),
+            "tools": editor_toolbox(["unet", 0]),
+            "loop": {"class_type": "EditAgentsCCALoop", "inputs": {
+                "image": ["img", 0], "instruction": "give the cat a tiny wizard hat and make the photo warmer",
+                "caption": "", "rounds": 3, "early_stop": True, "restart_from_original": True, "min_score": 7.0,
+                "rerun_every_time": True, "toolbox": ["tools", 0], "planner_brain": ["gen1", 0],
+                "generator_2_brain": ["gen2", 0], "discriminator_brain": ["judge", 0], "competitor_brain": ["judge", 0]}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["loop", 0], "filename_prefix": "edit_agents/cca_kontext"}},
+            "rounds": {"class_type": "PreviewImage", "inputs": {"images": ["loop", 1]}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["loop", 2]}},
+        },
+        titles={"img": "Input Image", "unet": "Load Diffusion Model: FLUX.1 Kontext", "clip": "DualCLIPLoader (flux)",
+                "vae": "Load VAE", "gen1": "Brain: generator 1 (Ollama VLM)",
+                "gen2": "Brain: generator 2 (same model, hotter sampling)", "judge": "Brain: discriminator and competitor",
+                "tools": "Toolbox: classic + Kontext", "loop": "CCA Loop", "rounds": "Each round's best"},
+        note="## CCA with FLUX.1 Kontext\n\nTwo generators compete on your Kontext model: each plans the request, "
+             "edits the semantic parts with **Kontext** (`comfy_edit`) and the tone with the classic tools; the "
+             "discriminator asks and answers Yes/No questions on both results and the best is kept. Use "
+             "`imagagent_qwen_edit.json`'s loaders instead to run it on Qwen-Image-Edit.\n\n" + NEEDS_KONTEXT
+             + NEEDS_OLLAMA,
     ),
     "imagagent_local.json": dict(
         prompt={

@@ -31,17 +31,25 @@ def build(out: str, in_channels: int) -> None:
     vae = comfy.taesd.taesd.TAESD(latent_channels=4)
     sd = {}
     for prefix, module in (("model.diffusion_model.", unet), ("cond_stage_model.", clip), ("first_stage_model.", vae)):
-        for key, value in module.state_dict().items():
-            if value.is_floating_point():
-                if value.ndim > 1:
-                    value = torch.randn_like(value) * 0.02
-                elif "weight" in key and ("norm" in key or "ln" in key):
-                    value = torch.ones_like(value)
-                else:
-                    value = torch.zeros_like(value)
-                value = value.half()
-            sd[prefix + key] = value
+        sd.update(random_weights(module, prefix))
     safetensors.torch.save_file(sd, out)
+
+
+def random_weights(module: torch.nn.Module, prefix: str = "") -> dict[str, torch.Tensor]:
+    """``module``'s state dict with random weights in fp16 (norm scales 1, biases 0); a module on the meta device
+    (shapes only) works too, so a large one never holds two copies."""
+    out = {}
+    for key, value in module.state_dict().items():
+        if value.is_floating_point():
+            if value.ndim > 1:
+                value = torch.randn(value.shape) * 0.02
+            elif ("weight" in key or key.endswith(".scale")) and ("norm" in key or "ln" in key):  # RMSNorm: .scale
+                value = torch.ones(value.shape)
+            else:
+                value = torch.zeros(value.shape)
+            value = value.half()
+        out[prefix + key] = value.contiguous()
+    return out
 
 
 if __name__ == "__main__":

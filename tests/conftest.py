@@ -50,7 +50,7 @@ def comfy_server(tmp_path_factory, model_root):
     extra = base / "extra_model_paths.yaml"
     extra.write_text(f"edit_agents_tests:\n    base_path: {model_root}\n    grounding-dino: grounding-dino\n"
                      f"    sams: sams\n    diffusers: diffusers\n    checkpoints: checkpoints\n    clip-hf: clip-hf\n"
-                     f"    aesthetic: aesthetic\n    LLM: LLM\n")
+                     f"    aesthetic: aesthetic\n    LLM: LLM\n    diffusion_models: diffusion_models\n    vae: vae\n")
     server = LocalServer(base_dir=base, extra_args=("--extra-model-paths-config", str(extra)))
     server.start()
     yield server
@@ -139,6 +139,11 @@ def model_root(tmp_path_factory):
     (root / "checkpoints").mkdir()
     for name, channels in (("tiny-sd15.safetensors", 4), ("tiny-sd15-ip2p.safetensors", 8)):
         (root / "checkpoints" / name).symlink_to(tiny_checkpoint(name, channels))
+    flux, flux_vae = tiny_flux()  # a FLUX-architecture edit model (Kontext's), loaded with Load Diffusion Model
+    (root / "diffusion_models").mkdir()
+    (root / "diffusion_models" / "tiny-flux-kontext.safetensors").symlink_to(flux)
+    (root / "vae").mkdir()
+    (root / "vae" / "tiny-flux-vae.safetensors").symlink_to(flux_vae)
     return root
 
 
@@ -163,6 +168,28 @@ def tiny_checkpoint(name: str, in_channels: int) -> Path:
                        check=True, capture_output=True, timeout=600)
         partial.rename(path)
     return path
+
+
+def tiny_flux() -> tuple[Path, Path]:
+    """A tiny FLUX-detected diffusion model and its 16-channel VAE, built from ComfyUI's classes, cached outside
+    the repository (1 GB)."""
+    import subprocess
+    import sys
+
+    from edit_agents.cli.server import find_comfyui
+
+    model, vae = (CHECKPOINT_CACHE / CHECKPOINT_VERSION / n for n in ("tiny-flux-kontext.safetensors",
+                                                                      "tiny-flux-vae.safetensors"))
+    if not (model.exists() and vae.exists()):
+        model.parent.mkdir(parents=True, exist_ok=True)
+        comfy_dir = find_comfyui()
+        partial = [p.with_suffix(".partial") for p in (model, vae)]
+        subprocess.run([sys.executable, str(Path(__file__).parent / "build_tiny_flux.py"), *map(str, partial)],
+                       cwd=comfy_dir, env={**os.environ, "PYTHONPATH": str(comfy_dir)}, check=True,
+                       capture_output=True, timeout=600)
+        for done, path in zip(partial, (model, vae)):
+            done.rename(path)
+    return model, vae
 
 
 @pytest.fixture()

@@ -9,12 +9,14 @@ run on every answer.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
+from hypothesis_jsonschema import from_schema as _from_schema
 
 from edit_agents.agents import roles, schemas
 from edit_agents.agents.brain import BrainError
@@ -28,6 +30,28 @@ from edit_agents.agents.roles import Where
 from edit_agents.agents.trace import Trace
 from edit_agents.tools import ToolCallError, default_registry
 from llm_server import Reply
+
+
+def _without_positions(schema):
+    """The schema as hypothesis-jsonschema can draw from it: it knows no ``prefixItems`` (draft 2020-12), and
+    merging one under ``allOf`` into a chain's 36-tool ``items`` takes it minutes per schema. The draws then cover
+    the wider ``items`` (a step may read any step), which the brain's checks re-ask about: any answer still."""
+    if isinstance(schema, dict):
+        return {k: _without_positions(v) for k, v in schema.items()
+                if not (k == "allOf" and all(set(part) == {"prefixItems"} for part in v))}
+    if isinstance(schema, list):
+        return [_without_positions(v) for v in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=64)
+def _strategy(key: str):
+    return _from_schema(_without_positions(json.loads(key)))
+
+
+def from_schema(schema):
+    """hypothesis-jsonschema's strategy for ``schema``, built once per schema (the loops ask with the same few)."""
+    return _strategy(json.dumps(schema, sort_keys=True))
 
 TOOLS = default_registry().subset(categories=["classic"])
 IMG = np.random.default_rng(0).random((24, 32, 3)).astype(np.float32)

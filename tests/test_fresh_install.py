@@ -5,7 +5,8 @@ The session's server (tests/conftest.py) starts with an empty input folder, as a
 the pack's own doing. Workflows that need no model weights run to the end; the two that need what a fresh
 install lacks stop where a user's would, and the test checks that what stops them is that and only that:
 edit_with_checkpoint.json names a checkpoint nobody has yet (the only validation error), photoagent.json asks an
-Ollama VLM that is not running here (it validates, the image loads, and the VLM's Brain is what fails).
+Ollama VLM that is not running here (it validates, the image loads, and the VLM's Brain is what fails), and the
+edit-model workflows name Kontext's or Qwen-Image-Edit's files (their loaders' only validation errors).
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ RUN_TO_THE_END = {"photoagent_offline.json", "cca.json", "imagagent.json", "unro
                   "building_blocks.json"}
 NEEDS_A_CHECKPOINT = {"edit_with_checkpoint.json"}
 NEEDS_A_VLM = {"photoagent.json", "cca_ollama.json", "imagagent_ollama.json", "imagagent_local.json"}
+NEEDS_AN_EDIT_MODEL = {"photoagent_kontext.json", "imagagent_qwen_edit.json", "cca_kontext.json"}
+EDIT_MODEL_FILES = {"unet_name", "clip_name", "clip_name1", "clip_name2", "vae_name"}  # ComfyUI's own loaders
 
 
 def test_the_sample_photo_is_shipped_small_and_is_a_real_photo():
@@ -39,7 +42,8 @@ def test_every_shipped_workflow_names_the_sample_photo():
     for path in sorted(WORKFLOWS.glob("*.json")):
         loaders = [n for n in load_json(path)["nodes"] if n["type"] == "LoadImage"]
         assert loaders and all(n["widgets_values"][0] == SAMPLE.name for n in loaders), path.name
-    assert {p.name for p in WORKFLOWS.glob("*.json")} == RUN_TO_THE_END | NEEDS_A_CHECKPOINT | NEEDS_A_VLM, \
+    assert {p.name for p in WORKFLOWS.glob("*.json")} == \
+        RUN_TO_THE_END | NEEDS_A_CHECKPOINT | NEEDS_A_VLM | NEEDS_AN_EDIT_MODEL, \
         "a new workflow: say here how far it runs on a fresh install"
 
 
@@ -87,6 +91,11 @@ def test_each_shipped_workflow_runs_as_it_is_on_a_fresh_install(path, comfy, com
         saved = [img for out in result.outputs.values() for img in out.get("images", []) if img["type"] == "output"]
         assert saved, f"{path.name}: nothing saved"
         assert any("edit_agents_trace" in out for out in result.outputs.values()), path.name
+    elif path.name in NEEDS_AN_EDIT_MODEL:  # the model files a fresh install lacks, named by ComfyUI's loaders
+        with pytest.raises(PromptRejected) as err:
+            comfy.call("queue", prompt)
+        problems = err.value.problems
+        assert problems and {inp for _, inp, _ in problems} <= EDIT_MODEL_FILES, err.value.readable()
     elif path.name in NEEDS_A_CHECKPOINT:
         with pytest.raises(PromptRejected) as err:
             comfy.call("queue", prompt)

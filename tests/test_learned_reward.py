@@ -54,11 +54,14 @@ def test_clip_similarity_reads_the_mood(reward_models, photos):
     warm = scorers["clip"].measure(photos["coffee"], "warm cosy morning")[0]
     cold = scorers["clip"].measure(photos["coffee"], "cold blue winter night")[0]
     assert warm != cold
-    # the paper preset scores CLIP against the action's text when there is no mood
+    # one scoring text for every image (issue 30): the mood, else a fixed generic text, never an action's label
     no_mood = Reward(RewardConfig(preset="paper"), scorers)
-    assert "clip" in no_mood.active
-    by_action = no_mood.score(photos["coffee"], intent="warm cosy morning").raw["clip"]
-    assert by_action == pytest.approx(warm, abs=1e-4)
+    assert "clip" in no_mood.active and no_mood.scoring_text == "a high-quality photo"
+    generic = scorers["clip"].measure(photos["coffee"], "a high-quality photo")[0]
+    assert no_mood.score(photos["coffee"]).raw["clip"] == pytest.approx(generic, abs=1e-4)
+    cosy = no_mood.with_mood("warm cosy morning")
+    assert cosy.score(photos["coffee"]).raw["clip"] == pytest.approx(warm, abs=1e-4)
+    assert no_mood.config.mood == "" and cosy.scorers is no_mood.scorers  # the same loaded models
 
 
 def test_safetensors_head_and_mismatched_head(reward_models, photos):

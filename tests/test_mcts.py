@@ -29,7 +29,7 @@ TOY = ToolRegistry([ToolSpec(n, f"Toy move {n}.", "Toy.", (), move(f, t)) for n,
 
 
 class ToyReward:
-    def score(self, img, original=None, crops=None, intent="", known=None):
+    def score(self, img, original=None, crops=None, known=None):
         v = round(float(img.mean()), 2)
         return Score(total=VALUES.get(v, 0.0), components={}, raw={"value": v})
 
@@ -64,7 +64,7 @@ def test_the_best_rollout_is_re_run_when_its_first_edit_alone_scores_worse():
     """A valley: "b" alone scores below the start, "b" then "c" is the best state. The one-action check rejects
     "b" on its own, so the executor also re-runs the search's best rollout as a sequence and keeps it."""
     class ValleyReward(ToyReward):
-        def score(self, img, original=None, crops=None, intent="", known=None):
+        def score(self, img, original=None, crops=None, known=None):
             v = round(float(img.mean()), 2)
             return Score(total={0.3: 0.0, 0.5: 0.2, 0.45: -0.5, 1.0: 1.0}.get(v, -1.0), components={}, raw={"value": v})
 

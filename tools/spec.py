@@ -111,6 +111,13 @@ class ToolSpec:
     conflicts: tuple[str, ...] = ()
     moves: Moves | None = None  # what the offline brain measures to judge the tool's effect
 
+    @property
+    def stands_alone(self) -> bool:
+        """Whether one call of it edits a photo by itself: it returns an image and needs no earlier step's output
+        (a mask or an image). Only such a tool is an action for PhotoAgent's perceiver; one that needs a mask is
+        reached through a chain (ground -> mask -> edit), in the loops that write chains."""
+        return self.returns == "image" and not any(p.required and p.type in ("mask", "image") for p in self.params)
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:

@@ -16,12 +16,28 @@ from typing import Callable
 import numpy as np
 
 from ...tools.imageops import resize_longest
-from ...tools.spec import ToolRegistry
+from ...tools.models import MissingModelError
+from ...tools.spec import ToolCallError, ToolRegistry
 from .perceiver import RulePerceiver
 from ..records import ToolCall
 from ..reward import ClassicReward
 from ..metrics import image_statistics, texture_crops
 from ..trace import Trace
+
+
+# what a tool may raise on a candidate and leave the loop or the search going: a bad call, a missing model file, a
+# model that fails (out of memory, a shape it cannot take). A cancel is none of these, and ends the run.
+TOOL_FAILURES = (ToolCallError, MissingModelError, ValueError, RuntimeError, OSError)
+
+
+def kept_nothing(trace: Trace, agent: str, step: int, stale: int, patience: int, why: str) -> tuple[int, bool]:
+    """A step that kept nothing: said in the trace, one more step without improvement; and whether that was the
+    last one ``patience`` allows (also said)."""
+    stale += 1
+    trace.add("loop", agent, why, round=step)
+    if stale >= patience:
+        trace.add("loop", agent, f"stop: no improvement for {stale} step(s)", round=step)
+    return stale, stale >= patience
 
 
 class Interrupted(RuntimeError):
@@ -59,19 +75,25 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
                  original: np.ndarray, trace: Trace, agent: str, step: int,
                  should_stop: Callable[[], None] | None = None) -> tuple:
     """PhotoAgent's check: run the preview winners at full resolution, score each against the
-    original, and return the best as (score, call, image). ``calls`` pairs each call with a label note."""
+    original, and return the best as (score, call, image). ``calls`` pairs each call with a label note. A call
+    whose tool fails is said in the trace and is no candidate; None when every call failed."""
     best = None
     for call, note in calls:
         if should_stop:
             should_stop()
         t = time.perf_counter()
-        out, params, _ = tools.call(call.tool, current, call.params)
+        try:
+            out, params, _ = tools.call(call.tool, current, call.params)
+        except TOOL_FAILURES as err:
+            trace.add("reward", agent, f"full-resolution {call.label()}{note} failed: {type(err).__name__}: {err}",
+                      started=t, round=step, inputs={"tool": call.tool}, outputs={"error": f"{type(err).__name__}: {err}"})
+            continue
         s = reward.score(out, original)
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
                   inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
             best = (s, call, out)
-    if best is None:
+    if best is None and not calls:
         raise ValueError("nothing to re-score: no candidate actions")
     return best
 
@@ -121,17 +143,27 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
                 should_stop()
             t = time.perf_counter()
             scaled = tools.get(call.tool).at_scale(call.params, max(preview.shape[:2]) / max(current.shape[:2]))
-            out, params, notes = tools.call(call.tool, preview, scaled)
+            tried.add(call.key())
+            try:
+                out, params, notes = tools.call(call.tool, preview, scaled)
+            except TOOL_FAILURES as err:
+                trace.add("executor", agent, f"preview {call.label()} failed: {type(err).__name__}: {err}", started=t,
+                          round=step, inputs={"tool": call.tool}, outputs={"error": f"{type(err).__name__}: {err}"})
+                continue
             s = reward.score(out, preview_original)
             ranked.append((s.total, call))
             trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params, "rationale": call.rationale},
                       outputs={"notes": notes}, scores={"preview_total": round(s.total, 5)})
-            tried.add(call.key())
         ranked.sort(key=lambda r: -r[0])
         # Re-run the best few at full resolution and keep the best if it beats the current state.
         best = rescore_best(tools, reward, [(c, "") for _, c in ranked[:settings.top_k]], current, original,
-                            trace, agent, step, should_stop)
+                            trace, agent, step, should_stop) if ranked else None
+        if best is None:  # every proposal failed: a step without a result
+            stale, out = kept_nothing(trace, agent, step, stale, settings.patience, "revert: every action tried failed")
+            if out:
+                break
+            continue
         gain = best[0].total - current_score.total
         if gain > settings.min_gain:
             current, current_score = best[2], best[0]

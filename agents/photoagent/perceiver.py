@@ -356,8 +356,9 @@ def _actions_problem(tools: ToolRegistry) -> Callable[[dict[str, Any]], str | No
 async def brain_perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k: int, where: Where, mood: str = "",
                    tried: tuple[str, ...] = (), memory: tuple[str, ...] = ()) -> tuple[str, list[ToolCall]]:
     """The scene the brain names and its validated actions (possibly none: a good photo needs nothing)."""
-    # an action edits the photo: a tool that returns a mask is a helper of another tool, never an action
-    tools = tools.subset([n for n in tools.names() if tools.get(n).returns == "image"])
+    # an action edits the photo by itself: a tool that returns a mask is a helper of another tool, and one that
+    # needs a mask (inpaint) is left to the loops that chain ground -> mask -> edit
+    tools = tools.subset([n for n in tools.names() if tools.get(n).stands_alone])
     text = "Propose actions for this photo."
     if memory:  # PhotoAgent's memory: what was executed and what came of it
         text += "\nAlready executed (do not repeat what was reverted):\n" + "\n".join(f"- {m}" for m in memory)

@@ -25,13 +25,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...tools.imageops import resize_longest, thumbnail_data_url
+from ...tools.imageops import resize, resize_longest, thumbnail_data_url
+from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import rescore_best
+from .enhance import TOOL_FAILURES, kept_nothing, rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from ..records import ToolCall
 from ..reward import ClassicReward, spare_thread, torch_threads
-from ..metrics import image_statistics, texture_crops
+from ..metrics import image_statistics, texture_boxes, texture_crops
 from ..trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
@@ -68,6 +69,7 @@ class State:
     preview: np.ndarray = field(repr=False)
     crops: list[np.ndarray] = field(repr=False)
     scale: float = 1.0  # the preview's size relative to the photo: lengths in pixels are scaled by it
+    size: tuple[int, int] = (0, 0)  # the photo's height and width, where the crops were cut
 
 
 @dataclass
@@ -77,6 +79,7 @@ class TreeNode:
     key: tuple
     action: ToolCall | None = None
     proposals: list[ToolCall] | None = None  # the perceiver's actions from this state (None: not asked yet)
+    failed: str = ""  # the action's tool raised: why (a failed child, never selected, never chosen)
     untried: list[ToolCall] | None = None
     children: list["TreeNode"] = field(default_factory=list)
     visits: int = 0
@@ -98,7 +101,7 @@ class TreeNode:
         """The tree ``levels`` deep, most visited first; each node with a 64 px thumbnail of its
         (preview-resolution) state for the tree view."""
         out = {"action": self.action.label() if self.action else "(current)", "visits": self.visits,
-               "mean": round(self.mean, 5)}
+               "mean": round(self.mean, 5)} | ({"error": self.failed} if self.failed else {})
         if self.action is not None:
             out["tool"], out["params"] = self.action.tool, dict(self.action.params)
         out["thumb"] = thumbnail_data_url(self.image, side=64, quality=70)
@@ -141,6 +144,11 @@ class _Search:
         self.lo, self.hi = math.inf, -math.inf  # the rewards seen this step, for UCT's normalisation
         self.best_rollout: tuple[float, list[ToolCall]] = (-math.inf, [])  # this step's best G(s_T) and its edits
         self.barred: frozenset[str] = frozenset()  # tools that work against an edit kept in an earlier step
+        self.failures: dict[str, str] = {}  # actions whose tool raised in this search (by call key): why
+        self.broken: dict[str, str] = {}  # tools that cannot run at all here (a model file missing): why
+        self.trace: Trace | None = None  # where a failed action is reported
+        self.agent = "photoagent"
+        self.tool_calls = 0  # tool runs on search states (a model tool: one per search edit)
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -157,21 +165,30 @@ class _Search:
             used = used | self.barred | self.conflicts_of(used)
             # the rules fill their proposals from the tools not used yet; a model is offered the same toolbox
             # everywhere (its schema never changes) and its repeats are dropped after it answers
-            offered = self.tools.names() if self.expensive else [n for n in self.tools.names() if n not in used]
+            actions = [n for n in self.tools.names() if self.tools.get(n).stands_alone]  # edits on their own
+            offered = actions if self.expensive else [n for n in actions if n not in used]
             seen = self.perceiver.perceive(stats, self.s.branching, offered, image=state.preview,
                                            memory=tuple(self.memory), crops=state.crops)
             self.perceptions[key] = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
-        return list(self.perceptions[key].actions)
+        return self.runnable(self.perceptions[key].actions)
+
+    def runnable(self, calls) -> list[ToolCall]:
+        """``calls`` without those that failed in this search, and without tools that cannot run at all."""
+        return [c for c in calls if c.key() not in self.failures and c.tool not in self.broken]
 
     def perceive(self, node: TreeNode, parent: TreeNode | None) -> list[ToolCall]:
         """The proposals for a newly expanded tree state; an expensive perceiver within its per-step budget."""
         if self.expensive and node.key not in self.perceptions:
             if self.perceiver_calls >= self.s.perceiver_calls and parent is not None:
-                return list(parent.proposals or [])  # over budget: reuse the nearest asked ancestor's
+                # over budget: reuse the nearest asked ancestor's, without the tools used on the way here
+                used = self.path_tools.get(node.key, frozenset())
+                return self.runnable(c for c in parent.proposals or [] if c.tool not in used)
             self.perceiver_calls += 1
         return self._perception(node.key, node.state)
 
-    def apply(self, key: tuple, state: State, call: ToolCall) -> tuple[tuple, State]:
+    def apply(self, key: tuple, state: State, call: ToolCall) -> tuple[tuple, State | None]:
+        """The state ``call`` leads to (cached by the path's key), or None when its tool raised: then the action
+        is a failed one for the rest of the search (its tool too, when a model file is missing), said in the trace."""
         parent, key = key, key + (call.key(),)
         if call is STOP:
             return key, state
@@ -179,13 +196,27 @@ class _Search:
         if key in self.states:
             self.hits += 1
         else:
-            self.states[key] = apply_call(self.tools, state, call, self.pool)
+            try:
+                self.tool_calls += 1
+                self.states[key] = apply_call(self.tools, state, call, self.pool)
+            except TOOL_FAILURES as err:
+                why = f"{type(err).__name__}: {err}"
+                self.failures[call.key()] = why
+                if isinstance(err, MissingModelError):
+                    self.broken[call.tool] = why
+                if self.trace is not None:
+                    self.trace.add("planner", self.agent, f"search: {call.label()} failed; a failed child, the "
+                                                          "search goes on", outputs={"error": why,
+                                                                                     "action": call.as_dict()})
+                return key, None
         return key, self.states[key]
 
-    def value(self, key: tuple, state: State, intent: str) -> float:
+    def value(self, key: tuple, state: State) -> float:
+        """G of a state: the reward against its one scoring text (the mood, or a fixed generic text), the same for
+        every state of the search and for the full-resolution check."""
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
-            self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops, intent=intent,
+            self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops,
                                                  known=self.statistics.get(key), **self.reward_pool).total
         return self.scores[key]
 
@@ -197,13 +228,15 @@ class _Search:
         return q + self.s.exploration * math.sqrt(math.log(parent.visits) / child.visits)
 
     def expand(self, node: TreeNode, parent: TreeNode | None) -> None:
-        node.proposals = [] if node.terminal else self.perceive(node, parent)
+        node.proposals = [] if node.terminal or node.failed else self.perceive(node, parent)
         node.untried = list(node.proposals) + ([STOP] if node.proposals else [])
 
     def run(self, root_state: State, should_stop) -> TreeNode:
         # cache keys start from the root state itself, so a later step (a new root) never reuses
         # results computed from an earlier one, while identical states share them
-        root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],))
+        # ... and the reward's scoring text is part of every key: a state is scored against that one text
+        root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],
+                                        getattr(self.reward, "scoring_text", "")))
         self.lo, self.hi, self.perceiver_calls = math.inf, -math.inf, 0
         self.best_rollout = (-math.inf, [])
         self.expand(root, None)
@@ -217,34 +250,46 @@ class _Search:
                 should_stop()
             self.simulations += 1
             node, path = root, [root]
-            # 1. selection: descend while the node is fully expanded
-            while not node.untried and node.children and not node.terminal and node.depth < self.s.depth:
+            # 1. selection: descend while the node is fully expanded (a failed child is never selected)
+            while not node.untried and not node.terminal and node.depth < self.s.depth:
+                live = [c for c in node.children if not c.failed]
+                if not live:
+                    break
                 parent = node
-                node = max(node.children, key=lambda c: self.uct(parent, c))
+                node = max(live, key=lambda c: self.uct(parent, c))
                 path.append(node)
-            # 2. expansion: one untried action of the leaf becomes a child
+            # 2. expansion: one untried action of the leaf becomes a child (a failed one when its tool raises:
+            # kept for the tree view with its error; the simulation goes on from the leaf)
             if node.untried and not node.terminal and node.depth < self.s.depth:
                 call = node.untried.pop(self.rng.randrange(len(node.untried)))  # untried actions in random order
                 key, state = self.apply(node.key, node.state, call)
-                child = TreeNode(state, node.depth + 1, key, call)
-                self.expand(child, node)
-                node.children.append(child)
-                node, path = child, path + [child]
+                if state is None:
+                    node.children.append(TreeNode(node.state, node.depth + 1, key, call,
+                                                  failed=self.failures[call.key()]))
+                    node.untried = self.runnable(node.untried)
+                else:
+                    child = TreeNode(state, node.depth + 1, key, call)
+                    self.expand(child, node)
+                    node.children.append(child)
+                    node, path = child, path + [child]
             # 3. simulation: random actions (or stop) down to depth d, from the states' own proposals
-            key, state, options, intent = node.key, node.state, node.proposals or [], node.action.label() if node.action else ""
+            key, state, options = node.key, node.state, node.proposals or []
             edits = [n.action for n in path[1:] if n.action is not STOP]
             for level in range(node.depth, self.s.depth):
                 if level > node.depth:  # the proposals of the state reached (not of the rollout's last state)
                     options = self._rollout_options(key, state, options)
+                options = self.runnable(options)
                 if not options:
                     break
                 call = self.rng.choice(options + [STOP])
                 if call is STOP:
                     break
-                key, state = self.apply(key, state, call)
+                reached, after = self.apply(key, state, call)
+                if after is None:  # the rollout ends where it stood
+                    break
+                key, state = reached, after
                 edits.append(call)
-                intent = call.label()
-            g = self.value(key, state, intent)  # G(s_T), backed up as it is (a "max" backup measured no better)
+            g = self.value(key, state)  # G(s_T), backed up as it is (a "max" backup measured no better)
             self.lo, self.hi = min(self.lo, g), max(self.hi, g)
             if g > self.best_rollout[0]:
                 self.best_rollout = (g, edits)
@@ -268,12 +313,19 @@ def _reward_tokens(reward: ClassicReward) -> int:
 def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
                      original: np.ndarray, trace: Trace, agent: str, step: int,
                      should_stop: Callable[[], None] | None = None) -> tuple:
-    """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)])."""
+    """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)]), or
+    None when a tool of it fails there (said in the trace)."""
     t, out, done = time.perf_counter(), current, []
     for call in calls:
         if should_stop:
             should_stop()
-        out = tools.call(call.tool, out, call.params)[0]
+        try:
+            out = tools.call(call.tool, out, call.params)[0]
+        except TOOL_FAILURES as err:
+            trace.add("reward", agent, f"full-resolution sequence: {call.label()} failed ({type(err).__name__}: "
+                                       f"{err}); the sequence is not a candidate", started=t, round=step,
+                      outputs={"error": f"{type(err).__name__}: {err}"})
+            return None
         done.append((call, out))
     s = reward.score(out, original)
     trace.add("reward", agent, f"full-resolution sequence {' -> '.join(c.label() for c in calls)} (the search's best "
@@ -285,14 +337,20 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
 def root_state(image: np.ndarray, side: int) -> State:
     """The search's view of a photo: a copy at most ``side`` long plus its native-resolution texture crops."""
     preview = resize_longest(image, side)
-    return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]))
+    return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]), image.shape[:2])
 
 
 def apply_call(tools: ToolRegistry, state: State, call: ToolCall, pool: Executor | None = None) -> State:
     """One edit on a search state: the copy with pixel lengths scaled to it, and the native-resolution crops
     edited as parts of the whole photo (with what the tool measures on the whole, read from the copy).
-    ``pool``: a spare thread that edits the crops while this one edits the copy (not for model tools)."""
+    ``pool``: a spare thread that edits the crops while this one edits the copy (not for model tools).
+    A model tool runs once, on the copy (PhotoAgent's search runs it on the reduced image): each crop takes the
+    change it made to the crop's region of the copy (``crops_following``)."""
     spec = tools.get(call.tool)
+    if spec.needs_model:
+        preview = tools.call(call.tool, state.preview, call.params, scale=state.scale)[0]
+        same = preview.shape[:2] == state.preview.shape[:2]
+        return State(preview, crops_following(state, preview) if same else state.crops, state.scale, state.size)
     pins = spec.pinned(state.preview, spec.validate(call.params)[0])
     native = spec.pins_at_scale(pins, 1.0 / state.scale)
 
@@ -305,8 +363,30 @@ def apply_call(tools: ToolRegistry, state: State, call: ToolCall, pool: Executor
     if preview.shape[:2] != state.preview.shape[:2]:
         if crops is not None:
             crops.exception()  # edited for nothing; waited for, so the thread is free again, and not raised
-        return State(preview, state.crops, state.scale)
-    return State(preview, crops.result() if crops is not None else edit_crops(), state.scale)
+        return State(preview, state.crops, state.scale, state.size)
+    return State(preview, crops.result() if crops is not None else edit_crops(), state.scale, state.size)
+
+
+def crops_following(state: State, preview: np.ndarray) -> list[np.ndarray]:
+    """The native-resolution crops of a state whose copy alone was edited: each crop plus the change the edit made
+    to the crop's region of the copy, brought to the crop's size. The copy has no finer detail than that, so the
+    crop keeps its own (a diffusion edit run on every crop would paint a new subject in each, at 5x the cost)."""
+    h, w = state.size
+    ph, pw = state.preview.shape[:2]
+    change = preview.astype(np.float32) - state.preview.astype(np.float32)
+    out = []
+    for crop, (x0, y0, side) in zip(state.crops, texture_boxes(h, w)):
+        top, left = min(ph - 1, int(y0 * ph / h)), min(pw - 1, int(x0 * pw / w))
+        bottom = max(top + 1, min(ph, math.ceil((y0 + side) * ph / h)))
+        right = max(left + 1, min(pw, math.ceil((x0 + side) * pw / w)))
+        region = change[top:bottom, left:right]
+        if region.shape[2] != crop.shape[2]:  # the tool changed the channels: the crop is cut from the copy instead
+            out.append(np.clip(resize(preview[top:bottom, left:right], (crop.shape[1], crop.shape[0]), "cubic"), 0, 1)
+                       .astype(np.float32))
+            continue
+        grown = resize(region, (crop.shape[1], crop.shape[0]), "cubic").reshape(crop.shape)
+        out.append(np.clip(crop + grown, 0.0, 1.0).astype(np.float32))
+    return out
 
 
 def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None = None,
@@ -329,6 +409,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
     search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed), pool)
+    search.trace, search.agent = trace, agent
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
@@ -358,7 +439,12 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         if not root.children:
             trace.add("loop", agent, "stop: nothing to try (the perceiver found no clear defect)", round=step)
             break
-        ranked = sorted(root.children, key=lambda c: (-c.visits, -c.mean))
+        ranked = sorted((c for c in root.children if not c.failed), key=lambda c: (-c.visits, -c.mean))
+        if not ranked or (ranked[0].terminal and len(ranked) == 1 and all(c.failed for c in root.children
+                                                                         if not c.terminal)):
+            trace.add("loop", agent, "stop: every action proposed failed (see the search's errors)", round=step,
+                      outputs={"errors": {c.action.label(): c.failed for c in root.children if c.failed}})
+            break
         if ranked[0].terminal:
             stale += 1
             trace.add("loop", agent, f"keep: the search prefers no edit ({ranked[0].visits} of {root.visits} "
@@ -373,13 +459,19 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         # re-run the most visited first actions at full resolution
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
                             trace, agent, step, should_stop)
+        if best is None:  # every winner failed at full resolution: nothing to keep from this step
+            stale, out = kept_nothing(trace, agent, step, stale, s.patience,
+                                      "revert: the search's winners failed at full resolution")
+            if out:
+                break
+            continue
         score, chosen = best[0], [(best[1], best[2])]
         # the search's best rollout, when it is a sequence, is re-run too: a first edit that pays off only after
         # a second (gamma, then exposure) loses the one-action check above, though the search found where it leads
         plan = search.best_rollout[1]
         if len(plan) >= 2:
             sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop)
-            if sequence[0].total > score.total:
+            if sequence is not None and sequence[0].total > score.total:
                 score, chosen = sequence
         gain = score.total - current_score.total
         label = " -> ".join(call.label() for call, _ in chosen)
@@ -411,7 +503,8 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
                 break
     trace.summary = {"steps": len(actions), "actions": [a.as_dict() for a in actions],
                      "score_before": round(start_score, 5), "score_after": round(current_score.total, 5),
-                     "simulations": search.simulations, "cache_hits": search.hits,
+                     "simulations": search.simulations, "cache_hits": search.hits, "tool_calls": search.tool_calls,
+                     "failed_actions": dict(search.failures),
                      "scene": perceptions[0].scene if perceptions else "unknown",
                      "wall_s": round(time.perf_counter() - t0, 3)} | getattr(reward, "usage", dict)()
     return MCTSResult(current, states, actions, start_score, current_score.total, search.simulations, search.hits,
