@@ -173,6 +173,12 @@ def apply_arguments(prompt: dict, args) -> None:
     """--instruction and --set, as run, batch and convert all apply them."""
     if args.instruction is not None:
         set_instruction(prompt, args.instruction)
+    if getattr(args, "bits", None):  # Save Photo writes the input's bit depth unless asked otherwise
+        savers = [n for n in prompt.values() if n["class_type"] == "EditAgentsSavePhoto"]
+        if not savers:
+            raise WorkflowError("--bits sets Save Photo's bit depth, and this workflow has no Save Photo node")
+        for node in savers:
+            node["inputs"]["bits"] = args.bits
     apply_settings(prompt, args.set or [])
 
 
@@ -314,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", required=True, help="the API-format JSON file to write" if name == "convert"
                        else "folder for the outputs and trace.json")
         p.add_argument("--instruction", help="text for the workflow's instruction input")
+        p.add_argument("--bits", choices=("8", "16"),
+                       help="bits per channel of the photos Save Photo writes (default: the input photo's)")
         p.add_argument("--set", action="append", metavar="NODE.INPUT=VALUE",
                        help="set an input by node title or id, e.g. --set 'PhotoAgent (enhance).max_steps=3' (repeatable)")
         p.add_argument("--server", action="append", metavar="URL",

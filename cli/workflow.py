@@ -344,12 +344,15 @@ def apply_settings(prompt: dict, settings: list[str]) -> None:
         prompt[find_node(prompt, ref)]["inputs"][name] = parse_value(value)
 
 
+IMAGE_LOADERS = ("LoadImage", "EditAgentsLoadPhoto")  # ComfyUI's, and the pack's (16-bit, profiles, EXIF)
+
+
 def set_image(prompt: dict, image_name: str) -> str:
-    loaders = [nid for nid, n in prompt.items() if n["class_type"] == "LoadImage"]
+    loaders = [nid for nid, n in prompt.items() if n["class_type"] in IMAGE_LOADERS]
     marked = [nid for nid in loaders if prompt[nid].get("_meta", {}).get("title") == IMAGE_TITLE]
     chosen = marked or loaders
     if len(chosen) != 1:
-        raise WorkflowError(f"the workflow has {len(loaders)} Load Image nodes; title one of them "
+        raise WorkflowError(f"the workflow has {len(loaders)} Load Image / Load Photo nodes; title one of them "
                             f"'{IMAGE_TITLE}' or use --set to set images by node id")
     prompt[chosen[0]]["inputs"]["image"] = image_name
     return chosen[0]

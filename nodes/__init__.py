@@ -10,7 +10,7 @@ from ..tools.backends import missing
 
 LOG = logging.getLogger("edit_agents")
 NODE_MODULES = ("brain", "toolbox", "roles", "cca", "imagagent", "photoagent", "reward", "apply_tools", "graph_tools",
-                "trace_view")
+                "trace_view", "photo_io")
 
 
 def load_nodes() -> list[type[io.ComfyNode]]:

@@ -90,8 +90,23 @@ NEEDS_QWEN_EDIT = ("**Needs** Qwen-Image-Edit-2509, as ComfyUI's own template lo
 
 
 def load(image: str = SAMPLE_IMAGE.name) -> dict:
-    """The Load Image of every workflow: the sample photo the pack copies into ComfyUI's input folder."""
-    return {"class_type": "LoadImage", "inputs": {"image": image}}
+    """The Load Photo of every workflow (16-bit files, colour profiles, EXIF): the sample photo the pack copies
+    into ComfyUI's input folder."""
+    return {"class_type": "EditAgentsLoadPhoto", "inputs": {"image": image}}
+
+
+def saved_as_photos(prompt: dict) -> dict:
+    """Every Save Image of a workflow becomes a Save Photo fed by the Load Photo's PHOTO: results keep the input's
+    bit depth, profile and EXIF."""
+    out = {}
+    for nid, node in prompt.items():
+        if node["class_type"] == "SaveImage":
+            node = {"class_type": "EditAgentsSavePhoto", "inputs": {
+                "images": node["inputs"]["images"], "filename_prefix": node["inputs"]["filename_prefix"],
+                "format": "png", "bits": "as the original", "quality": 95, "profile": "the original's",
+                "photo": ["img", 2]}}
+        out[nid] = node
+    return out
 
 
 def role(cls: str, **inputs) -> dict:
@@ -415,7 +430,7 @@ def main() -> int:
     with LocalServer() as server:
         info = json.load(urllib.request.urlopen(server.url + "/object_info"))
     for name, spec in WORKFLOW_GRAPHS.items():
-        ui = api_to_ui(spec["prompt"], info, titles=spec["titles"], note=spec["note"])
+        ui = api_to_ui(saved_as_photos(spec["prompt"]), info, titles=spec["titles"], note=spec["note"])
         (WORKFLOWS / name).write_text(json.dumps(ui, indent=2) + "\n")
         print(f"wrote workflows/{name}: {len(ui['nodes'])} nodes, {len(ui['links'])} links")
     return 0

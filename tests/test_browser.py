@@ -62,7 +62,7 @@ def load_with_photo(page, comfy_server, workflow_name: str, photo, filename: str
     wait_for_extension(page)
     Image.fromarray((np.clip(photo, 0, 1) * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / filename)
     workflow = load_json(WORKFLOWS / workflow_name)
-    next(n for n in workflow["nodes"] if n["type"] == "LoadImage")["widgets_values"][0] = filename
+    next(n for n in workflow["nodes"] if n["type"] == "EditAgentsLoadPhoto")["widgets_values"][0] = filename
     page.evaluate("async (wf) => { await window.app.loadGraphData(wf); }", workflow)
     close_dialogs(page)
     return workflow
@@ -116,7 +116,8 @@ def test_offline_workflow_loads_with_no_missing_nodes(page, artifacts):
             return {types: nodes.map((n) => n.type), missing: nodes.filter((n) => !types[n.type]).map((n) => n.type)};
         }""", workflow)
     assert loaded["missing"] == []
-    assert {"EditAgentsMCTSPlanner", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView", "LoadImage"} <= set(loaded["types"])
+    assert {"EditAgentsMCTSPlanner", "EditAgentsToolbox", "EditAgentsReward", "EditAgentsTraceView", "EditAgentsLoadPhoto",
+            "EditAgentsSavePhoto"} <= set(loaded["types"])
     page.screenshot(path=str(artifacts / "offline_workflow.png"))
 
 
@@ -180,8 +181,8 @@ def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_se
     assert page.locator(".ea-tree-detail img").evaluate("img => img.complete && img.naturalWidth > 0")
     page.screenshot(path=str(artifacts / "trace_panel_tree.png"))
 
-    preview = page.locator(".ea-node-preview")
-    assert preview.count() >= 1 and "PhotoAgent MCTS" in preview.first.inner_text()
+    shown = page.locator(".ea-node-preview").all_inner_texts()  # the Trace View's text, and Save Photo's
+    assert any("PhotoAgent MCTS" in t for t in shown) and any("8-bit PNG" in t for t in shown), shown
     page.screenshot(path=str(artifacts / "trace_panel_canvas.png"), full_page=True)
     ours = [e for e in page.errors if "edit_agents" in e.lower() or "editagents" in e.lower() or "ea-" in e]
     assert not ours, ours

@@ -135,8 +135,9 @@ def test_convert_writes_an_api_prompt_that_post_prompt_runs(comfy_server, photos
             "--set", "MCTS Planner (PhotoAgent).max_steps=1")
     assert r.returncode == 0, r.stderr
     prompt = json.loads(api_file.read_text())
-    assert {n["class_type"] for n in prompt.values()} >= {"LoadImage", "EditAgentsMCTSPlanner", "EditAgentsTraceView"}
-    assert next(n for n in prompt.values() if n["class_type"] == "LoadImage")["inputs"]["image"] == "coffee_dim.png"
+    assert {n["class_type"] for n in prompt.values()} >= {"EditAgentsLoadPhoto", "EditAgentsMCTSPlanner",
+                                                          "EditAgentsTraceView", "EditAgentsSavePhoto"}
+    assert next(n for n in prompt.values() if n["class_type"] == "EditAgentsLoadPhoto")["inputs"]["image"] == "coffee_dim.png"
     body = json.dumps({"prompt": prompt}).encode()
     request = urllib.request.Request(comfy_server.url + "/prompt", data=body, headers={"Content-Type": "application/json"})
     prompt_id = json.load(urllib.request.urlopen(request))["prompt_id"]

@@ -40,7 +40,7 @@ def test_the_sample_photo_is_shipped_small_and_is_a_real_photo():
 
 def test_every_shipped_workflow_names_the_sample_photo():
     for path in sorted(WORKFLOWS.glob("*.json")):
-        loaders = [n for n in load_json(path)["nodes"] if n["type"] == "LoadImage"]
+        loaders = [n for n in load_json(path)["nodes"] if n["type"] == "EditAgentsLoadPhoto"]  # 16 bits, profiles
         assert loaders and all(n["widgets_values"][0] == SAMPLE.name for n in loaders), path.name
     assert {p.name for p in WORKFLOWS.glob("*.json")} == \
         RUN_TO_THE_END | NEEDS_A_CHECKPOINT | NEEDS_A_VLM | NEEDS_AN_EDIT_MODEL, \
@@ -80,6 +80,7 @@ def test_the_pack_put_the_sample_photo_in_the_servers_input_folder(comfy_server,
     copied = comfy_server.dirs()["input"] / SAMPLE.name
     assert copied.read_bytes() == SAMPLE.read_bytes()
     assert SAMPLE.name in object_info["LoadImage"]["input"]["required"]["image"][0]  # the Load Image list offers it
+    assert SAMPLE.name in object_info["EditAgentsLoadPhoto"]["input"]["required"]["image"][1]["options"]  # and ours
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.json")), ids=lambda p: p.name)
