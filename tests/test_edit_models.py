@@ -156,3 +156,40 @@ def test_the_search_runs_the_kontext_tool_once_per_edit_on_the_search_copy(comfy
     summary = trace["summary"]
     assert summary["tool_calls"] == len([a for a in edits if a != "stop()"])  # one call per search edit
     assert saved(result, comfy_server).shape == np.asarray(Image.open(comfy_server.dirs()["input"] / cat)).shape
+
+
+def test_the_edit_tool_reports_progress_and_stops_when_cancelled(comfy, comfy_server, cat):
+    """ComfyUI's own sampler runs the edit: its progress reaches the websocket, and Cancel (POST /interrupt) stops
+    it between steps; the server runs the next prompt."""
+    import threading
+    import urllib.request
+
+    prompt = edit_model_graph(cat)
+    prompt.update({
+        "run": {"class_type": "EditAgentsApplyTools", "inputs": {
+            "image": ["img", 0], "toolbox": ["tools", 0],
+            "chain": json.dumps([{"tool": "comfy_edit", "params": {"prompt": "make it sunny", "steps": 100,
+                                                                   "work_side": 64}}])}},
+        "out": {"class_type": "PreviewImage", "inputs": {"images": ["run", 0]}}})
+    progress, outcome, sampling = [], {}, threading.Event()
+
+    def on_event(event):
+        if event["type"] == "progress":
+            progress.append((event["data"]["value"], event["data"]["max"]))
+            sampling.set()
+
+    def run():
+        try:
+            comfy.call("run", prompt, on_event=on_event)
+            outcome["done"] = True
+        except RuntimeError as err:
+            outcome["error"] = str(err)
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert sampling.wait(timeout=300), "no progress from the sampler"
+    urllib.request.urlopen(urllib.request.Request(comfy_server.url + "/interrupt", data=b"", method="POST"), timeout=10)
+    worker.join(timeout=300)
+    assert "interrupted" in outcome.get("error", ""), outcome
+    assert progress and all(total == 100 for _, total in progress) and max(v for v, _ in progress) < 100
+    prompt["run"]["inputs"]["chain"] = json.dumps([{"tool": "comfy_edit", "params": {"prompt": "sunny", **FAST}}])
+    assert comfy.call("run", prompt).outputs  # the server is fine

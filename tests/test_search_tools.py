@@ -4,6 +4,8 @@ crops follow its change; only tools that edit on their own are offered as action
 one text."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -187,3 +189,31 @@ def test_past_its_budget_a_vision_perceiver_never_repeats_a_tool_on_a_path(dim):
             yield from paths(child, tools)
     seen = [p for p in paths(result.trees[0]) if len(p) >= 2]
     assert seen and all(len(set(p)) == len(p) for p in seen)
+
+
+@pytest.mark.parametrize("where", ["planner", "reward"])
+def test_the_mood_is_typed_once_and_reaches_the_perceiver_and_the_reward(comfy, comfy_server, photos, where):
+    """On the MCTS Planner or on the Reward: either way the reward scores toward it and the perceiver aims at it."""
+    from PIL import Image
+
+    Image.fromarray((photos["chelsea"][::4, ::4] * 255).astype(np.uint8)).save(comfy_server.dirs()["input"] / "mood.png")
+    mood = "warm and cosy"
+    prompt = {
+        "img": {"class_type": "LoadImage", "inputs": {"image": "mood.png"}},
+        "reward": {"class_type": "EditAgentsReward", "inputs": {
+            "preservation": 1.5, "preset": "offline", "exposure": 0.172, "clipping": 0.155, "contrast": 0.109,
+            "colourfulness": 0.091, "colour_cast": 0.126, "sharpness": 0.072, "noise": 0.11,
+                                                               "mood": mood if where == "reward" else ""}},
+        "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
+            "image": ["img", 0], "simulations": 2, "depth": 1, "exploration": 1.0, "branching": 2, "top_k": 1,
+            "max_steps": 1, "patience": 1, "preview_side": 64, "time_budget_s": 60.0, "seed": 0,
+            "mood": mood if where == "planner" else "", "reward": ["reward", 0]}},
+        "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}},
+    }
+    result = comfy.call("run", prompt)
+    trace = next(o["edit_agents_trace"][0] for o in result.outputs.values() if "edit_agents_trace" in o)
+    assert trace["steps"][0]["inputs"]["scoring_text"] == mood  # the reward
+    seen = next(s for s in trace["steps"] if s["role"] == "perceiver" and "source" in s["outputs"])
+    assert seen["outputs"]["source"] != "rules"  # the mood-guided perceiver, not the defect rules
+    asked = [s for s in trace["steps"] if s["role"] == "perceiver" and mood in json.dumps(s.get("inputs", {}))]
+    assert asked or any(mood in str(a.get("rationale", "")) for a in seen["outputs"]["actions"])

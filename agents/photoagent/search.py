@@ -414,7 +414,8 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
     start_score = current_score.total
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"reward": current_score.report()},
-              inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__})
+              inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__,
+                      "scoring_text": getattr(reward, "scoring_text", "")})
     states, actions, trees, perceptions, stale = [image], [], [], [], 0
     for step in range(s.max_steps):
         if on_step:
