@@ -94,6 +94,8 @@ def describe_value(spec: list) -> str:
         choices = kind if isinstance(kind, list) else opts.get("options", [])
         if choices and choices[0] == FIRST_AVAILABLE:
             return f"a model from its folder (see *Where model files go* in the README); default `{FIRST_AVAILABLE}`"
+        if opts.get("image_upload"):  # the files in ComfyUI's input folder: whatever this machine has
+            return "a photo in ComfyUI's `input/` folder, or one uploaded with the node's button"
         if choices and choices[0] == NO_LOCAL_MODEL:
             return (f"a model folder in `models/{LLM_FOLDER}/` (see *The local brain* in the README); "
                     f"default `{NO_LOCAL_MODEL}`")

@@ -149,9 +149,15 @@ def test_run_button_fills_the_trace_panel_and_draws_the_mcts_tree(page, comfy_se
     node shows its summary on the canvas."""
     load_with_photo(page, comfy_server, "photoagent_offline.json", photos["chelsea"] * 0.5, "dim_chelsea.png")
     open_trace_panel(page)
+    latest = "() => window.app.extensions.find((e) => e.name === 'editagents.core').traceStore.latest()"
+    before = page.evaluate(f"() => ({latest})()?.promptId ?? null")  # the runs /history gave the page, if any
     press_run(page)
-    page.wait_for_selector(".ea-step", timeout=60_000)  # steps appear while the search runs
-    page.wait_for_selector(".ea-status[data-status=done]", timeout=240_000)
+    # steps appear while the search runs, in this run (not one the page read from /history)
+    page.wait_for_function(f"(before) => {{ const r = ({latest})(); return r && r.promptId !== before && r.steps.length > 0; }}",
+                           arg=before, timeout=60_000)
+    page.wait_for_function(f"(before) => {{ const r = ({latest})(); return r.promptId !== before && r.status === 'done'; }}",
+                           arg=before, timeout=240_000)
+    page.wait_for_selector(".ea-status[data-status=done]", timeout=10_000)
     steps = page.locator(".ea-step")
     roles = set(steps.evaluate_all("els => els.map((e) => e.dataset.role)"))
     assert steps.count() >= 5 and {"reward", "planner", "loop"} <= roles

@@ -243,5 +243,6 @@ def test_an_executor_that_never_answers_validly_fails_one_attempt_in_both_runner
     assert trace["summary"]["mode"] == mode and trace["summary"]["attempts"] == 2
     assert trace["summary"]["accepted"] == [True] and trace["summary"]["failed"] == []
     failed = [s for s in trace["steps"] if s["action"].startswith("subtask 0 attempt 0 failed: InvalidAnswerError")]
-    assert len(failed) == 1 and "reads 'step:1'; use 'input' or an earlier step" in failed[0]["outputs"]["error"]
+    # the schema says which steps step 1 may read (position by position), and the re-asks quoted it
+    assert len(failed) == 1 and "at steps/1/source: 'step:1' is not one of ['input', 'step:0']" in failed[0]["outputs"]["error"]
     assert "the last attempt failed" in llm.seen[3].body["messages"][1]["content"][0]["text"]  # told why

@@ -28,7 +28,7 @@ async function loadHistory(maxItems = 8) {
   const history = await response.json();
   for (const [promptId, entry] of Object.entries(history)) {
     for (const [node, output] of Object.entries(entry.outputs || {})) {
-      for (const trace of output[HISTORY_KEY] || []) store.addTrace(promptId, node, trace);
+      for (const trace of output[HISTORY_KEY] || []) store.addTrace(promptId, node, trace, true);
     }
     const status = entry.status?.status_str;
     if (status === "success") store.finish(promptId, "done");

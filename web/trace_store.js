@@ -19,12 +19,15 @@ export class TraceStore {
     for (const listener of this.listeners) listener(this);
   }
 
-  run(promptId, create = true) {
+  // `past`: a run read from /history. It goes before the runs seen live, whenever the history arrives, so the
+  // latest run is always the newest one this page has watched.
+  run(promptId, create = true, past = false) {
     const id = promptId || "(no prompt id)";
     let run = this.runs.find((r) => r.promptId === id);
     if (!run && create) {
-      run = { promptId: id, status: "running", error: "", steps: [], nodes: new Set(), startedAt: Date.now() };
-      this.runs.push(run);
+      run = { promptId: id, status: "running", error: "", steps: [], nodes: new Set(), startedAt: Date.now(), past };
+      if (past) this.runs.splice(this.runs.filter((r) => r.past).length, 0, run);
+      else this.runs.push(run);
       if (this.runs.length > MAX_RUNS) this.runs.shift();
     }
     return run;
@@ -58,8 +61,8 @@ export class TraceStore {
 
   // A whole trace (a Trace View node's output). It replaces the streamed steps when it holds them all
   // (it is the same record, final); a shorter one is part of what was streamed already.
-  addTrace(promptId, node, trace) {
-    const run = this.run(promptId);
+  addTrace(promptId, node, trace, past = false) {
+    const run = this.run(promptId, true, past);
     if (!trace || !Array.isArray(trace.steps)) return;
     if (run.steps.length > trace.steps.length) return;
     const nodes = run.steps.map((s) => s.node);
