@@ -24,6 +24,15 @@ def _models(runtime):
     return found["model"], found["clip"], found["vae"]
 
 
+def _outputs(out) -> tuple:
+    """A ComfyUI node function's outputs, V1 tuple or V3 NodeOutput alike."""
+    return tuple(out.args if hasattr(out, "args") else out)
+
+
+def _first(out):
+    return _outputs(out)[0]
+
+
 def _pixels(img: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(to_rgb(img), dtype=np.float32))[None]
 
@@ -97,7 +106,7 @@ def comfy_instruct_pix2pix(img, prompt="", negative_prompt="", steps=20, cfg=7.5
     color, alpha = split_alpha(img)
     pos, neg = _encode_text(clip, prompt, negative_prompt)
     out = InstructPixToPixConditioning.execute(pos, neg, _pixels(color), vae)
-    pos, neg, latent = out.args if hasattr(out, "args") else out
+    pos, neg, latent = _outputs(out)
     samples = _sample(model, seed, steps, cfg, sampler, scheduler, pos, neg, latent, 1.0)
     res = _back(comfy_nodes.VAEDecode().decode(vae, samples)[0], color)
     return ToolOutput(join_alpha(res if color.shape[2] == 3 else res.mean(axis=2, keepdims=True), alpha),
@@ -107,11 +116,6 @@ def comfy_instruct_pix2pix(img, prompt="", negative_prompt="", steps=20, cfg=7.5
 # -- instruction editing on the user's edit model (FLUX.1 Kontext, Qwen-Image-Edit, any reference-latent model) --
 
 KONTEXT_SIDE = 1024  # at this working side the Kontext tool snaps to Kontext's preferred resolutions, as ComfyUI's does
-
-
-def _first(out):
-    """The first output of a ComfyUI node's function, V1 tuple or V3 NodeOutput alike."""
-    return (out.args if hasattr(out, "args") else out)[0]
 
 
 def edit_family(model) -> str:

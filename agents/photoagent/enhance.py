@@ -16,18 +16,23 @@ from typing import Callable
 import numpy as np
 
 from ...tools.imageops import resize_longest
-from ...tools.models import MissingModelError
-from ...tools.spec import ToolCallError, ToolRegistry
+from ...tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
+from ..loop import attempt_error
 from ..records import ToolCall
 from ..reward import ClassicReward
 from ..metrics import image_statistics, texture_crops
 from ..trace import Trace
 
 
-# what a tool may raise on a candidate and leave the loop or the search going: a bad call, a missing model file, a
-# model that fails (out of memory, a shape it cannot take). A cancel is none of these, and ends the run.
-TOOL_FAILURES = (ToolCallError, MissingModelError, ValueError, RuntimeError, OSError)
+def failed_call(err: Exception) -> str:
+    """Why a tool failed on one candidate (a bad call, a missing model file, a model out of memory), as the loops
+    judge it (``loop.attempt_error``): the candidate fails, the search goes on. Anything else (a cancel) is
+    re-raised."""
+    why = attempt_error(err)
+    if why is None:
+        raise err
+    return why
 
 
 def kept_nothing(trace: Trace, agent: str, step: int, stale: int, patience: int, why: str) -> tuple[int, bool]:
@@ -84,9 +89,10 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
         t = time.perf_counter()
         try:
             out, params, _ = tools.call(call.tool, current, call.params)
-        except TOOL_FAILURES as err:
-            trace.add("reward", agent, f"full-resolution {call.label()}{note} failed: {type(err).__name__}: {err}",
-                      started=t, round=step, inputs={"tool": call.tool}, outputs={"error": f"{type(err).__name__}: {err}"})
+        except Exception as err:  # noqa: BLE001 (failed_call re-raises what is not one candidate's failure)
+            why = failed_call(err)
+            trace.add("reward", agent, f"full-resolution {call.label()}{note} failed: {why}", started=t, round=step,
+                      inputs={"tool": call.tool}, outputs={"error": why})
             continue
         s = reward.score(out, original)
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
@@ -146,9 +152,10 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             tried.add(call.key())
             try:
                 out, params, notes = tools.call(call.tool, preview, scaled)
-            except TOOL_FAILURES as err:
-                trace.add("executor", agent, f"preview {call.label()} failed: {type(err).__name__}: {err}", started=t,
-                          round=step, inputs={"tool": call.tool}, outputs={"error": f"{type(err).__name__}: {err}"})
+            except Exception as err:  # noqa: BLE001 (failed_call re-raises what is not one candidate's failure)
+                why = failed_call(err)
+                trace.add("executor", agent, f"preview {call.label()} failed: {why}", started=t, round=step,
+                          inputs={"tool": call.tool}, outputs={"error": why})
                 continue
             s = reward.score(out, preview_original)
             ranked.append((s.total, call))

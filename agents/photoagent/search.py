@@ -28,7 +28,7 @@ import numpy as np
 from ...tools.imageops import resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import TOOL_FAILURES, kept_nothing, rescore_best
+from .enhance import failed_call, kept_nothing, rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from ..records import ToolCall
 from ..reward import ClassicReward, spare_thread, torch_threads
@@ -125,7 +125,8 @@ class MCTSResult:
 
 
 class _Search:
-    def __init__(self, tools, reward, perceiver, settings, original_preview, rng, pool=None):
+    def __init__(self, tools, reward, perceiver, settings, original_preview, rng, pool=None,
+                 trace: Trace | None = None, agent: str = "photoagent"):
         self.tools, self.reward, self.perceiver, self.s = tools, reward, perceiver, settings
         self.pool = pool  # a spare thread (spare_thread) for statistics and crop edits beside the others
         self.reward_pool = {"pool": pool} if pool is not None and isinstance(reward, ClassicReward) else {}
@@ -146,8 +147,7 @@ class _Search:
         self.barred: frozenset[str] = frozenset()  # tools that work against an edit kept in an earlier step
         self.failures: dict[str, str] = {}  # actions whose tool raised in this search (by call key): why
         self.broken: dict[str, str] = {}  # tools that cannot run at all here (a model file missing): why
-        self.trace: Trace | None = None  # where a failed action is reported
-        self.agent = "photoagent"
+        self.trace, self.agent = trace, agent  # where a failed action is reported
         self.tool_calls = 0  # tool runs on search states (a model tool: one per search edit)
 
     def conflicts_of(self, used) -> frozenset[str]:
@@ -199,9 +199,8 @@ class _Search:
             try:
                 self.tool_calls += 1
                 self.states[key] = apply_call(self.tools, state, call, self.pool)
-            except TOOL_FAILURES as err:
-                why = f"{type(err).__name__}: {err}"
-                self.failures[call.key()] = why
+            except Exception as err:  # noqa: BLE001 (failed_call re-raises what is not one candidate's failure)
+                why = self.failures[call.key()] = failed_call(err)
                 if isinstance(err, MissingModelError):
                     self.broken[call.tool] = why
                 if self.trace is not None:
@@ -321,10 +320,10 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
             should_stop()
         try:
             out = tools.call(call.tool, out, call.params)[0]
-        except TOOL_FAILURES as err:
-            trace.add("reward", agent, f"full-resolution sequence: {call.label()} failed ({type(err).__name__}: "
-                                       f"{err}); the sequence is not a candidate", started=t, round=step,
-                      outputs={"error": f"{type(err).__name__}: {err}"})
+        except Exception as err:  # noqa: BLE001 (failed_call re-raises what is not one candidate's failure)
+            why = failed_call(err)
+            trace.add("reward", agent, f"full-resolution sequence: {call.label()} failed ({why}); the sequence is "
+                                       "not a candidate", started=t, round=step, outputs={"error": why})
             return None
         done.append((call, out))
     s = reward.score(out, original)
@@ -408,8 +407,8 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
     if isinstance(perceiver, BrainPerceiver):  # its calls go in this trace
         perceiver.trace, perceiver.agent = trace, agent
     t0 = time.perf_counter()
-    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed), pool)
-    search.trace, search.agent = trace, agent
+    search = _Search(tools, reward, perceiver, s, resize_longest(image, s.preview_side), random.Random(s.seed), pool,
+                     trace, agent)
     current, current_score = image, reward.score(image, image)
     start_score = current_score.total
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
