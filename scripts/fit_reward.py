@@ -48,6 +48,17 @@ RIDGE = 1e-3
 # the bands describe where good photos lie, and the search is not pulled away from them.
 ANCHOR = 0.3
 MIN_WIDTH = 0.25  # a band's softest fall, in spreads (standard deviations) of its statistic
+# Statistics that describe the scene as much as its defects: how bright, how contrasty, how colourful, how much deep
+# black or blown white. Nine calibration photos span only part of what good photos show, and a fitted edge lands on the
+# most extreme of them (rms contrast at I08's 0.243, with the camera man at 0.287 and the astronaut at 0.293). So each
+# edge of these is moved out to at least CLEAN_MARGIN of the calibration photos' spread past the most extreme one, its
+# fall no steeper than that margin; a share of pixels spreads at least SHARE_UNIT (a clipped area smaller than 1% of the
+# frame marks no photo down). Defect measures (cast, sharpness, noise, BRISQUE, NIQE) keep their fitted edges, and so
+# does the white level: its low side is the reward's evidence of under-exposure (widened, it stopped brightening at
+# whites of 0.68 and left the recipes' under-exposed photos half corrected: docs/generalisation.md).
+SCENE_STATS = ("black_level", "mean_luma", "clip_bright", "clip_dark", "rms_contrast", "colourfulness")
+CLEAN_MARGIN = 0.25
+SHARE_UNIT = {"clip_bright": 0.01, "clip_dark": 0.01}
 STRENGTHS = 3  # random strengths per family and photo (bench/defects.py)
 COMBINATIONS = 4  # random combinations per photo
 
@@ -127,20 +138,49 @@ class Model:
         return edges, w / w.sum()
 
     def components(self, p: np.ndarray, x: np.ndarray, gray: np.ndarray) -> np.ndarray:
-        edges, _ = self.unpack(p)
-        d = np.zeros_like(x)
-        for (i, side), (edge, width) in edges.items():
-            gap = (edge - x[:, i]) if side == "lo" else (x[:, i] - edge)
-            d[:, i] += (np.maximum(0.0, gap) / width) ** 2
-        per_stat = np.exp(-d)
-        out = np.stack([np.prod(per_stat[:, [STATS.index(k) for k in COMPONENT_STATS[c]]], axis=1) for c in COMPS], 1)
-        for c in COLOUR_ONLY:
-            out[gray, COMPS.index(c)] = 1.0
-        return out
+        return components_of(self.unpack(p)[0], x, gray)
 
     def score(self, p, x, gray) -> np.ndarray:
         _, w = self.unpack(p)
         return self.components(p, x, gray) @ w
+
+
+def components_of(edges: dict[tuple[int, str], tuple[float, float]], x: np.ndarray, gray: np.ndarray) -> np.ndarray:
+    """Each row's component scores under band ``edges`` ({(stat index, "lo" or "hi"): (edge, width)})."""
+    d = np.zeros_like(x)
+    for (i, side), (edge, width) in edges.items():
+        gap = (edge - x[:, i]) if side == "lo" else (x[:, i] - edge)
+        d[:, i] += (np.maximum(0.0, gap) / width) ** 2
+    per_stat = np.exp(-d)
+    out = np.stack([np.prod(per_stat[:, [STATS.index(k) for k in COMPONENT_STATS[c]]], axis=1) for c in COMPS], 1)
+    for c in COLOUR_ONLY:
+        out[gray, COMPS.index(c)] = 1.0
+    return out
+
+
+def json_scores(fitted: dict, x: np.ndarray, gray: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, components) of rows under a fit as reward_offline.json holds it."""
+    edges = {(STATS.index(k), side): (band[side], band[f"{side}_width"])
+             for k, band in fitted["bands"].items() for side in ("lo", "hi") if side in band}
+    comps = components_of(edges, x, gray)
+    return comps @ np.array([fitted["weights"][c] for c in COMPS]), comps
+
+
+def widen_to_clean(bands: dict[str, dict], clean: np.ndarray) -> dict[str, dict]:
+    """``bands`` (reward_offline.json's form) with the SCENE_STATS edges moved out past the clean rows ``clean``
+    (see CLEAN_MARGIN); the other bands as they were."""
+    out = {k: dict(v) for k, v in bands.items()}
+    for stat in SCENE_STATS:
+        values = clean[:, STATS.index(stat)]
+        spread = max(float(values.max() - values.min()), SHARE_UNIT.get(stat, 0.0), 1e-6)
+        band, margin = out[stat], CLEAN_MARGIN * spread
+        if "hi" in band:
+            band["hi"] = round(max(band["hi"], float(values.max()) + margin), 6)
+            band["hi_width"] = round(max(band["hi_width"], margin), 6)
+        if "lo" in band:
+            band["lo"] = round(min(band["lo"], float(values.min()) - margin), 6)
+            band["lo_width"] = round(max(band["lo_width"], margin), 6)
+    return out
 
 
 def loss(p, model, x, gray, pairs, cleans) -> float:
@@ -166,8 +206,9 @@ def fit(model: Model, x: np.ndarray, gray: np.ndarray, pairs: list[tuple], clean
     return best.x
 
 
-def fitted_json(model: Model, p: np.ndarray, report: dict) -> dict:
-    """A fit as agents/data/reward_offline.json holds it (FittedReward.load reads it)."""
+def fitted_json(model: Model, p: np.ndarray, report: dict, clean: np.ndarray) -> dict:
+    """A fit as agents/data/reward_offline.json holds it (FittedReward.load reads it), its scene bands widened past
+    the clean rows ``clean`` (widen_to_clean)."""
     edges, weights = model.unpack(p)
     bands = {}
     for (i, side), (edge, width) in edges.items():
@@ -175,15 +216,16 @@ def fitted_json(model: Model, p: np.ndarray, report: dict) -> dict:
         band[side] = round(float(edge), 6)
         band[f"{side}_width"] = round(float(width), 6)
     return {"about": "Offline reward bands and weights, fitted by scripts/fit_reward.py; do not edit by hand.",
-            "bands": bands, "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": report}
+            "bands": widen_to_clean(bands, clean), "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": report}
 
 
 def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, restarts,
                          save: Path | None = None) -> dict[str, float]:
     """For each family: fitted without it (nor any combination made with it), the share of its held-out pairs
-    (held-out photos) ranked right; beside it the share a fit on everything gets. ``save``: a folder for each
-    family's fit (<family>.json), for bench/photoagent_generalise.py --lofo-rewards."""
-    full = model.score(fit(model, x, gray, pairs, cleans, restarts), hx, hgray)
+    (held-out photos) ranked right; beside it the share a fit on everything gets. Each fit is judged as it is saved
+    (scene bands widened). ``save``: a folder for each family's fit (<family>.json), for
+    bench/photoagent_generalise.py --lofo-rewards."""
+    full = json_scores(fitted_json(model, fit(model, x, gray, pairs, cleans, restarts), {}, x[cleans]), hx, hgray)[0]
     table = {}
     print(f"leave-one-family-out, held-out photos: {'family':<24}{'group':<13}{'left out':>9}{'all in':>8}")
     for family in defect_families():
@@ -193,13 +235,12 @@ def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, resta
         test = [p for p in hpairs if p[2] == family]
         if not test:
             continue
-        p = fit(model, x, gray, train, cleans, restarts)
-        scores = model.score(p, hx, hgray)
-        table[family] = accuracy(scores, test)[0]
+        fitted = fitted_json(model, fit(model, x, gray, train, cleans, restarts), {}, x[cleans])
+        table[family] = accuracy(json_scores(fitted, hx, hgray)[0], test)[0]
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
-            report = {"left_out": family, "held_out_accuracy_on_it": round(table[family], 4)}
-            (save / f"{family}.json").write_text(json.dumps(fitted_json(model, p, report), indent=1) + "\n")
+            fitted["report"] = {"left_out": family, "held_out_accuracy_on_it": round(table[family], 4)}
+            (save / f"{family}.json").write_text(json.dumps(fitted, indent=1) + "\n")
         print(f"{'':<45}{family:<24}{FAMILIES[family].group:<13}{table[family]:>9.3f}{accuracy(full, test)[0]:>8.3f}")
     print(f"{'':<45}mean over families left out: {np.mean(list(table.values())):.3f}")
     return table
@@ -223,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="bench/photoset.py's recipes (default, the shipped fit) or bench/defects.py's defect space")
     ap.add_argument("--lofo", action="store_true", help="first judge the fit leave-one-family-out (defects space)")
     ap.add_argument("--lofo-dir", type=Path, help="with --lofo: write each family's fit there as <family>.json")
+    ap.add_argument("--widen", action="store_true", help="do not fit: widen the scene bands of the fit at --out past "
+                    "the calibration photos (widen_to_clean) and re-measure it")
     args = ap.parse_args(argv)
     if args.lofo and args.space != "defects":
         ap.error("--lofo leaves families of the defect space out: use it with --space defects")
@@ -235,16 +278,25 @@ def main(argv: list[str] | None = None) -> int:
     hx, hgray, hpairs, hcleans = build(held_out, args.space)
     print(f"{len(pairs)} training pairs from {len(x)} images, {len(hpairs)} held-out pairs from {len(hx)} images "
           f"({time.perf_counter() - t0:.0f} s to measure)")
-    model = Model(x)
-    if args.lofo:
-        leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, args.restarts, args.lofo_dir)
-    p = fit(model, x, gray, pairs, cleans, args.restarts)
-    train_acc, train_kinds = accuracy(model.score(p, x, gray), pairs)
-    held_acc, held_kinds = accuracy(model.score(p, hx, hgray), hpairs)
-    held_clean = model.components(p, hx, hgray)[hcleans]  # how the held-out clean photos are rated, per component
-    weights = model.unpack(p)[1]
-    report = {
-        "fitted": _dt.date.today().isoformat(), "space": args.space,
+    if args.widen:  # the fit at --out kept, its scene bands widened past the calibration photos
+        out = json.loads(args.out.read_text())
+        out["bands"] = widen_to_clean(out["bands"], x[cleans])
+    else:
+        model = Model(x)
+        if args.lofo:
+            leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, args.restarts, args.lofo_dir)
+        out = fitted_json(model, fit(model, x, gray, pairs, cleans, args.restarts), {}, x[cleans])
+    # every figure below is of the fit as written: scene bands widened
+    train_acc, train_kinds = accuracy(json_scores(out, x, gray)[0], pairs)
+    scores, comps = json_scores(out, hx, hgray)
+    held_acc, held_kinds = accuracy(scores, hpairs)
+    held_clean = comps[hcleans]  # how the held-out clean photos are rated, per component
+    weights = np.array([out["weights"][c] for c in COMPS])
+    out["report"] = {
+        "fitted": _dt.date.today().isoformat() if not args.widen else out["report"].get("fitted"),
+        "widened": _dt.date.today().isoformat(), "space": args.space,
+        "scene_bands": f"{', '.join(SCENE_STATS)}: edges at least {CLEAN_MARGIN} of the calibration photos' spread "
+                       "past the most extreme of them (scripts/fit_reward.py widen_to_clean)",
         "calibration_photos": list(calibration), "held_out_photos": list(held_out),
         "training_pairs": len(pairs), "held_out_pairs": len(hpairs),
         "training_accuracy": round(train_acc, 4), "held_out_accuracy": round(held_acc, 4),
@@ -254,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         "brisque_range_clean": [round(float(np.percentile(x[:, STATS.index("brisque")], q)), 2) for q in (5, 95)],
         "niqe_range_clean": [round(float(np.percentile(x[:, STATS.index("niqe")], q)), 2) for q in (5, 95)],
     }
-    out = fitted_json(model, p, report)
+    report = out["report"]
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print("weights:", ", ".join(f"{c} {w:.3f}" for c, w in zip(COMPS, weights)))
     for k, b in out["bands"].items():

@@ -13,6 +13,16 @@ def load_json(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def load_script(name: str):
+    """scripts/<name>.py as a module (the scripts are run, not imported, so they are no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, PACK_ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def mcts_prompt(image: str, **settings) -> dict:
     """Load Image -> MCTS Planner (node "mcts") -> Trace View, with the planner's settings overridden."""
     inputs = {"simulations": 8, "depth": 2, "exploration": 1.0, "branching": 4, "top_k": 2, "max_steps": 2,

@@ -1,22 +1,18 @@
 """The README and the node help pages stay true to the code they describe (`make docs` regenerates them)."""
-import importlib.util
 import re
 
 import pytest
 
 from edit_agents.agents.openai_brain import PROVIDERS
 from edit_agents.tools import default_registry
-from helpers import PACK_ROOT
+from helpers import PACK_ROOT, load_script
 
 README = (PACK_ROOT / "README.md").read_text()
 STALE = "stale: run `make docs`"
 
 
 def gen_docs():
-    spec = importlib.util.spec_from_file_location("gen_docs", PACK_ROOT / "scripts" / "gen_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_docs")
 
 
 def test_the_tool_and_provider_tables_are_generated_from_the_specs():

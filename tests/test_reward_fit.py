@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edit_agents.agents.reward import FITTED, FittedReward
@@ -59,3 +60,41 @@ def test_a_missing_or_incomplete_fit_says_how_to_remake_it(tmp_path):
 def test_leave_one_family_out_needs_the_defect_space():
     r = fit("--space", "recipes", "--lofo", "--out", "/nonexistent/never.json")
     assert r.returncode == 2 and "--space defects" in r.stderr
+
+
+def _fit_module():
+    from helpers import load_script
+
+    return load_script("fit_reward")
+
+
+def test_scene_bands_are_widened_past_the_clean_photos_and_defect_bands_are_not():
+    fr = _fit_module()
+    clean = np.zeros((3, len(fr.STATS)))
+    contrast, noise, dark = (fr.STATS.index(k) for k in ("rms_contrast", "noise_sigma", "clip_dark"))
+    clean[:, contrast] = (0.10, 0.20, 0.30)  # the fit's edge below sits inside this range
+    clean[:, noise] = (0.001, 0.002, 0.02)
+    bands = {k: {"hi": 0.0, "hi_width": 0.001} for k in fr.STATS}
+    bands["rms_contrast"] = {"lo": 0.15, "lo_width": 0.01, "hi": 0.25, "hi_width": 0.01}
+    bands["clip_dark"] = {"hi": -0.002, "hi_width": 0.008}
+    out = fr.widen_to_clean(bands, clean)
+    assert out["rms_contrast"] == {"lo": 0.05, "lo_width": 0.05, "hi": 0.35, "hi_width": 0.05}  # 0.25 of 0.2 past
+    assert out["clip_dark"]["hi"] == pytest.approx(0.0025) and out["clip_dark"]["hi_width"] == 0.008  # 1% spread
+    assert out["noise_sigma"] == bands["noise_sigma"]  # a defect measure keeps its fitted edge
+    assert bands["rms_contrast"]["hi"] == 0.25  # the input is not changed
+    scores, comps = fr.json_scores({"bands": out, "weights": {c: 1.0 for c in fr.COMPS}}, clean, np.zeros(3, bool))
+    assert (comps[:, fr.COMPS.index("contrast")] == 1.0).all()
+
+
+def test_the_shipped_fit_marks_no_calibration_photo_down_on_its_scene():
+    from edit_agents.agents.metrics import raw_statistics
+    from edit_agents.agents.reward import fitted_reward
+    from photoset import load
+
+    fr = _fit_module()
+    bands = fitted_reward().bands
+    assert "scene_bands" in fitted_reward().report
+    for photo in CALIBRATION:
+        raw = raw_statistics(load(photo))
+        for stat in fr.SCENE_STATS:
+            assert bands[stat](raw[stat]) == 1.0, (photo, stat, raw[stat], bands[stat])

@@ -51,6 +51,27 @@ def test_a_dim_scene_needs_a_darker_photo_before_it_counts_as_under_exposed():
     assert fix and {a.tool for a in fix} <= {"exposure", "auto_levels", "gamma"}
 
 
+def test_a_state_the_search_darkened_itself_is_not_under_exposed():
+    from edit_agents.agents.photoagent.search import mcts_enhance, MCTSSettings
+    from edit_agents.agents.reward import Reward
+
+    flat = 0.5 + (np.linspace(0.15, 0.95, 64 * 64).reshape(64, 64, 1).repeat(3, 2) - 0.5) * 0.4  # whites 0.66
+    darkened = default_registry().call("gamma", flat, {"gamma": 0.5})[0]  # the search's own edit: whites below 0.5
+    stats = image_statistics(darkened)
+    assert stats["white_level"] < 0.5
+    alone = RulePerceiver().perceive(stats, 6, CLASSIC)
+    assert any(f.check == "under-exposure" and f.defect for f in alone.findings)  # a photo that came this dark
+    in_search = RulePerceiver().perceive({**stats, "photo_white_level": image_statistics(flat)["white_level"]}, 6, CLASSIC)
+    under = next(f for f in in_search.findings if f.check == "under-exposure")
+    assert not under.defect and "as it came" in under.reason
+    assert not any(a.tool == "exposure" and a.params["stops"] > 0 for a in in_search.actions)
+    # and in the search itself: no path darkens and then brightens
+    result = mcts_enhance(flat, default_registry().subset(categories=["classic"]), Reward(), MCTSSettings(seed=0))
+    tools = [(a.tool, a.params) for a in result.actions]
+    darkens = [i for i, (t, p) in enumerate(tools) if t == "gamma" and p["gamma"] < 1]
+    assert not any(t == "exposure" and p["stops"] > 0 for t, p in tools[darkens[0]:]) if darkens else True
+
+
 def test_warm_light_is_kept_but_a_strong_cast_is_reduced_not_removed():
     chelsea = rgb("chelsea")
     assert not [a for a in RulePerceiver().perceive(image_statistics(chelsea), 6, CLASSIC).actions

@@ -131,8 +131,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
 
     dim_scene = scene in ("night", "low-key")
     limit = NIGHT_UNDER_WHITE if dim_scene else UNDER_WHITE
-    under = white < limit
-    why = (f"brightest tones reach {white:.2f} (limit {limit}{' for a ' + scene + ' scene' if dim_scene else ''})")
+    # in the search, under-exposure is read on the photo as it came as well: an edit of the search's own that darkened
+    # it (a gamma, an exposure down) must not make it under-exposed, or the search darkens to brighten
+    came = stats.get("photo_white_level", white)
+    under = max(white, came) < limit
+    why = (f"brightest tones reach {white:.2f}{f' ({came:.2f} in the photo as it came)' if came > white else ''} (limit "
+           f"{limit}{' for a ' + scene + ' scene' if dim_scene else ''})")
     calls = []
     span = white - black
     if under:

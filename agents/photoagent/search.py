@@ -158,6 +158,10 @@ class _Search:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool)
+            root = self.statistics.get(key[:2])
+            if root is not None and key != key[:2]:
+                # how bright the photo came: a state the search darkened itself is no under-exposed photo
+                stats = {**stats, "photo_white_level": root["white_level"]}
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())
