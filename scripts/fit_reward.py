@@ -140,10 +140,6 @@ class Model:
     def components(self, p: np.ndarray, x: np.ndarray, gray: np.ndarray) -> np.ndarray:
         return components_of(self.unpack(p)[0], x, gray)
 
-    def score(self, p, x, gray) -> np.ndarray:
-        _, w = self.unpack(p)
-        return self.components(p, x, gray) @ w
-
 
 def components_of(edges: dict[tuple[int, str], tuple[float, float]], x: np.ndarray, gray: np.ndarray) -> np.ndarray:
     """Each row's component scores under band ``edges`` ({(stat index, "lo" or "hi"): (edge, width)})."""
@@ -206,9 +202,9 @@ def fit(model: Model, x: np.ndarray, gray: np.ndarray, pairs: list[tuple], clean
     return best.x
 
 
-def fitted_json(model: Model, p: np.ndarray, report: dict, clean: np.ndarray) -> dict:
+def fitted_json(model: Model, p: np.ndarray, clean: np.ndarray) -> dict:
     """A fit as agents/data/reward_offline.json holds it (FittedReward.load reads it), its scene bands widened past
-    the clean rows ``clean`` (widen_to_clean)."""
+    the clean rows ``clean`` (widen_to_clean); its report is filled by whoever judges it."""
     edges, weights = model.unpack(p)
     bands = {}
     for (i, side), (edge, width) in edges.items():
@@ -216,7 +212,7 @@ def fitted_json(model: Model, p: np.ndarray, report: dict, clean: np.ndarray) ->
         band[side] = round(float(edge), 6)
         band[f"{side}_width"] = round(float(width), 6)
     return {"about": "Offline reward bands and weights, fitted by scripts/fit_reward.py; do not edit by hand.",
-            "bands": widen_to_clean(bands, clean), "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": report}
+            "bands": widen_to_clean(bands, clean), "weights": {c: round(float(w), 5) for c, w in zip(COMPS, weights)}, "report": {}}
 
 
 def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, restarts,
@@ -225,7 +221,7 @@ def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, resta
     (held-out photos) ranked right; beside it the share a fit on everything gets. Each fit is judged as it is saved
     (scene bands widened). ``save``: a folder for each family's fit (<family>.json), for
     bench/photoagent_generalise.py --lofo-rewards."""
-    full = json_scores(fitted_json(model, fit(model, x, gray, pairs, cleans, restarts), {}, x[cleans]), hx, hgray)[0]
+    full = json_scores(fitted_json(model, fit(model, x, gray, pairs, cleans, restarts), x[cleans]), hx, hgray)[0]
     table = {}
     print(f"leave-one-family-out, held-out photos: {'family':<24}{'group':<13}{'left out':>9}{'all in':>8}")
     for family in defect_families():
@@ -235,7 +231,7 @@ def leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, resta
         test = [p for p in hpairs if p[2] == family]
         if not test:
             continue
-        fitted = fitted_json(model, fit(model, x, gray, train, cleans, restarts), {}, x[cleans])
+        fitted = fitted_json(model, fit(model, x, gray, train, cleans, restarts), x[cleans])
         table[family] = accuracy(json_scores(fitted, hx, hgray)[0], test)[0]
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
@@ -285,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         model = Model(x)
         if args.lofo:
             leave_one_family_out(model, x, gray, pairs, cleans, hx, hgray, hpairs, args.restarts, args.lofo_dir)
-        out = fitted_json(model, fit(model, x, gray, pairs, cleans, args.restarts), {}, x[cleans])
+        out = fitted_json(model, fit(model, x, gray, pairs, cleans, args.restarts), x[cleans])
     # every figure below is of the fit as written: scene bands widened
     train_acc, train_kinds = accuracy(json_scores(out, x, gray)[0], pairs)
     scores, comps = json_scores(out, hx, hgray)

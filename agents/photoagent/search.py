@@ -149,6 +149,7 @@ class _Search:
         self.broken: dict[str, str] = {}  # tools that cannot run at all here (a model file missing): why
         self.trace, self.agent = trace, agent  # where a failed action is reported
         self.tool_calls = 0  # tool runs on search states (a model tool: one per search edit)
+        self.root_key: tuple = ()  # the key of this step's root, set by run
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -158,8 +159,8 @@ class _Search:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool)
-            root = self.statistics.get(key[:2])
-            if root is not None and key != key[:2]:
+            root = self.statistics.get(self.root_key)
+            if root is not None and key != self.root_key:
                 # how bright the photo came: a state the search darkened itself is no under-exposed photo
                 stats = {**stats, "photo_white_level": root["white_level"]}
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
@@ -240,6 +241,7 @@ class _Search:
         # ... and the reward's scoring text is part of every key: a state is scored against that one text
         root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],
                                         getattr(self.reward, "scoring_text", "")))
+        self.root_key = root.key  # the photo as it came to this step (its statistics: the perceiver's reference)
         self.lo, self.hi, self.perceiver_calls = math.inf, -math.inf, 0
         self.best_rollout = (-math.inf, [])
         self.expand(root, None)
