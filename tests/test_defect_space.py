@@ -71,6 +71,47 @@ def test_motion_blur_gets_a_deconvolution_with_the_measured_kernel(photos):
     assert not [a for a in perceive(img).actions if a.tool in ("deconvolve", "deblock")]
 
 
+def test_a_shaken_photo_whose_fine_detail_reads_sharp_is_found_by_its_kernel():
+    from photoset import load  # bench/photoset.py: the deep field is not among the test photos
+
+    img = np.ascontiguousarray(load("hubble_deep_field", 512))
+    bad, case = make(img, "hubble_deep_field", "motion", 0)
+    seen = perceive(bad)
+    blur = next(f for f in seen.findings if f.check == "blur")
+    # detail across the line survives: fine detail over every direction reads past the limit, the kernel does not
+    assert blur.value > 0.9 and blur.defect, blur.line()
+    tools = {a.tool for a in seen.actions}
+    assert "deconvolve" in tools and "sharpen" not in tools, seen.actions  # a measured kernel is undone, not sharpened
+    assert next(a for a in seen.actions if a.tool == "deconvolve").params["kind"] == "motion"
+    assert not {"deconvolve", "sharpen"} & {a.tool for a in perceive(img).actions}
+
+
+def test_a_right_deconvolution_is_charged_half_and_the_search_keeps_it(photos):
+    from edit_agents.agents.photoagent.enhance import through_forward_models
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.records import ToolCall
+    from edit_agents.agents.reward import Reward
+    from skimage.metrics import structural_similarity
+
+    img = np.ascontiguousarray(resize_longest(photos["camera"], 512))
+    bad, case = make(img, "camera", "motion", 0)  # shaken by about 8 px: the old reward turned its deconvolution down
+    call = next(a for a in perceive(bad).actions if a.tool == "deconvolve")
+    tools = default_registry().subset(categories=["classic"])
+    out = tools.call(call.tool, bad, call.params)[0]
+    reward = Reward()
+    charged = reward.score(out, bad).components["preservation"]
+    seen = through_forward_models(tools, [call], out)
+    half = reward.score(out, bad, as_input=seen).components["preservation"]
+    assert charged < half < 1.0  # charged half: something is still charged
+    assert through_forward_models(tools, [ToolCall("gamma", {"gamma": 1.2})], out) is None  # no model, no reading
+    result = mcts_enhance(bad, tools, reward)
+    assert "deconvolve" in {a.tool for a in result.actions}, result.actions
+
+    def ssim(a):
+        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    assert ssim(result.image) > ssim(bad) + 0.05, case.label()
+
+
 def test_the_reward_sees_a_jpeg_grid_and_the_search_removes_it_without_sharpening_it_back(photos):
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward, RewardConfig

@@ -130,6 +130,22 @@ def test_given_sizes_are_used_and_pins_carry_the_kernel_to_a_crop(clean):
     assert spec.pinned(img, spec.validate({})[0]) == {"kind": "none"}
 
 
+def test_the_deconvolution_s_forward_model_blurs_its_result_back_to_the_input(clean):
+    img = clean["coffee"]
+    soft = blurred(img, line(9, 30))
+    spec = REGISTRY.get("deconvolve")
+    params = spec.validate({"kind": "motion", "length": 9, "angle": 30, "strength": 1.0})[0]
+    out = REGISTRY.call("deconvolve", soft, params)[0]
+    back = spec.forward(out, params)
+    assert back.shape == soft.shape and back.dtype == np.float32
+    # the restored detail is gone again: the result through its model is the blurred input, the result is not
+    assert np.abs(back - soft).mean() < 0.4 * np.abs(out - soft).mean()
+    assert ssim(soft, back) > 0.97 > ssim(soft, out)
+    # a kernel left to be estimated is not known from the params: no model
+    assert spec.forward(out, spec.validate({"kind": "auto"})[0]) is None
+    assert spec.forward(out, spec.validate({"kind": "motion", "length": 9})[0]) is None  # angle still estimated
+
+
 def test_deconvolve_is_fast_at_512(photos):
     img = resize_longest(photos["coffee"], 512)
     soft = blurred(img, line(11, 30))

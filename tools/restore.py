@@ -394,6 +394,21 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
     return ToolOutput(on_color(f)(img), [f"deconvolved {what} (confidence {blur['confidence']:.2f})"])
 
 
+def _deconvolve_forward(img, params):
+    """The blur the deconvolution undid, applied again to its result: the photo it says it was given. Only for a
+    kernel the params fix (the rule perceiver's calls give its size); an estimated one is not known here."""
+    kind, radius, length, angle = params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"])
+    if kind == "defocus" and radius > 0:
+        psf = blur_kernel("defocus", radius=radius)
+    elif kind == "motion" and length > 0 and angle >= 0:
+        psf = blur_kernel("motion", length=length, angle=angle)
+    else:
+        return None
+    psf = psf.astype(np.float32)
+    return on_color(lambda c: np.stack([ndimage.convolve(c[:, :, k], psf, mode="nearest")
+                                        for k in range(c.shape[2])], axis=2))(img)
+
+
 def _deconvolve_pins(img, params):
     """The kernel measured on the whole photo (or its reduced copy), for its crops; sizes given stay given."""
     lum = luminance(img)
@@ -437,6 +452,6 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
                  -1.0, 180.0, neutral=None)),
              deconvolve, keywords=("deblur", "out of focus", "defocus", "motion blur", "camera shake", "shaky",
                                    "blurry", "unsharp", "deconvolve"),
-             pins=_deconvolve_pins, pixel_pins=("radius", "length"),
+             pins=_deconvolve_pins, pixel_pins=("radius", "length"), forward=_deconvolve_forward,
              conflicts=("sharpen", "deconvolve")),  # one kernel undone once; a sharpen on top rings
 )

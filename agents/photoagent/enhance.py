@@ -35,6 +35,37 @@ def failed_call(err: Exception) -> str:
     return why
 
 
+FORWARD_SIDE = 256  # the restorations' models run on a copy this long: the preservation term reads 128 px
+
+
+def through_forward_models(tools: ToolRegistry, calls, img: np.ndarray, scale: float = 1.0) -> np.ndarray | None:
+    """``img``, the result of ``calls`` on the photo (``scale`` times its size), with the restorations among them
+    undone again by their own models of the defect (``ToolSpec.forward``: a deconvolution's kernel blurs again), on a
+    copy at most FORWARD_SIDE long: the photo they say they were given. The reward's preservation term reads this
+    beside the result (reward.preserved), so a restoration is charged half for the detail it brings back. None when
+    no call has such a model."""
+    models = [(spec, call.params) for call in calls
+              if call.tool in tools.names() and (spec := tools.get(call.tool)).forward is not None]
+    if not models:
+        return None
+    small = resize_longest(img, FORWARD_SIDE)
+    at = scale * max(small.shape[:2]) / max(img.shape[:2])
+    seen = None
+    for spec, params in reversed(models):  # the last edit is undone first
+        clean, _ = spec.validate(params)
+        out = spec.forward(small, spec.at_scale(clean, at))
+        if out is not None:
+            small = seen = out
+    return seen
+
+
+def model_reading(tools: ToolRegistry, calls, img: np.ndarray, scale: float = 1.0) -> dict:
+    """The reward's ``as_input`` keyword for ``img`` made by ``calls`` (through_forward_models), or none at all
+    when no call has a model: a reward of the user's own need not know the keyword until a restoration is used."""
+    seen = through_forward_models(tools, calls, img, scale)
+    return {} if seen is None else {"as_input": seen}
+
+
 def kept_nothing(trace: Trace, agent: str, step: int, stale: int, patience: int, why: str) -> tuple[int, bool]:
     """A step that kept nothing: said in the trace, one more step without improvement; and whether that was the
     last one ``patience`` allows (also said)."""
@@ -78,10 +109,11 @@ class EnhanceResult:
 
 def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[ToolCall, str]], current: np.ndarray,
                  original: np.ndarray, trace: Trace, agent: str, step: int,
-                 should_stop: Callable[[], None] | None = None) -> tuple:
+                 should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = ()) -> tuple:
     """PhotoAgent's check: run the preview winners at full resolution, score each against the
-    original, and return the best as (score, call, image). ``calls`` pairs each call with a label note. A call
-    whose tool fails is said in the trace and is no candidate; None when every call failed."""
+    original, and return the best as (score, call, image). ``calls`` pairs each call with a label note; ``kept``:
+    the edits that made ``current`` from ``original`` (their restorations' models count in the preservation term).
+    A call whose tool fails is said in the trace and is no candidate; None when every call failed."""
     best = None
     for call, note in calls:
         if should_stop:
@@ -94,7 +126,7 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
             trace.add("reward", agent, f"full-resolution {call.label()}{note} failed: {why}", started=t, round=step,
                       inputs={"tool": call.tool}, outputs={"error": why})
             continue
-        s = reward.score(out, original)
+        s = reward.score(out, original, **model_reading(tools, (*kept, call), out))
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
                   inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
@@ -157,7 +189,8 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
                 trace.add("executor", agent, f"preview {call.label()} failed: {why}", started=t, round=step,
                           inputs={"tool": call.tool}, outputs={"error": why})
                 continue
-            s = reward.score(out, preview_original)
+            scale = max(preview.shape[:2]) / max(image.shape[:2])
+            s = reward.score(out, preview_original, **model_reading(tools, (*actions, call), out, scale))
             ranked.append((s.total, call))
             trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params, "rationale": call.rationale},
@@ -165,7 +198,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
         ranked.sort(key=lambda r: -r[0])
         # Re-run the best few at full resolution and keep the best if it beats the current state.
         best = rescore_best(tools, reward, [(c, "") for _, c in ranked[:settings.top_k]], current, original,
-                            trace, agent, step, should_stop) if ranked else None
+                            trace, agent, step, should_stop, kept=tuple(actions)) if ranked else None
         if best is None:  # every proposal failed: a step without a result
             stale, out = kept_nothing(trace, agent, step, stale, settings.patience, "revert: every action tried failed")
             if out:

@@ -228,23 +228,29 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         out.append((Finding("JPEG blocks", blocks, BLOCKY, blocky, why),
                     _at("deblock", "strength", (0.5, 0.8, 1.0), why) if blocky else []))
         sharp = stats["sharpness"]
+        kernel = blur or {"kind": "none", "confidence": 0.0}
+        # a line shorter than MIN_MOTION reads in the cepstrum like a small disc or a Gaussian, and a visible
+        # JPEG grid puts peaks of its own on the axes at 8 px periods: neither estimate is trusted
+        trusted = (kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE
+                   and (kernel["kind"] == "defocus" or kernel.get("length", 0.0) >= MIN_MOTION)
+                   and stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID_STEP)  # a grid the reward marks down
+        # motion blur spares the detail along its line, so the fine detail measured over every direction can read
+        # as sharp: a trusted motion kernel is the evidence by itself
+        shaken = trusted and kernel["kind"] == "motion"
         # sharpening noise or compression blocks makes them worse
-        blurred = sharp < BLUR_SHARPNESS and not noisy and not blocky
+        blurred = (sharp < BLUR_SHARPNESS or shaken) and not noisy and not blocky
         why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
         calls = []
-        if blurred:
-            kernel = blur or {"kind": "none", "confidence": 0.0}
-            # a line shorter than MIN_MOTION reads in the cepstrum like a small disc or a Gaussian, and a visible
-            # JPEG grid puts peaks of its own on the axes at 8 px periods: neither estimate is trusted
-            trusted = (kernel["kind"] == "defocus" or kernel.get("length", 0.0) >= MIN_MOTION) and \
-                stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID_STEP  # a grid the reward marks down
-            if kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE and trusted:
-                size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
-                        {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})
-                why += (f"; {kernel['kind']} kernel estimated ({', '.join(f'{k} {v:g}' for k, v in size.items())}, "
-                        f"confidence {kernel['confidence']:.2f}): deconvolve")
-                calls = _at("deconvolve", "strength", (0.6, 1.0), why, kind=kernel["kind"], **size)
-            calls += _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5)
+        if blurred and trusted:
+            # a measured kernel is undone by deconvolution; an unsharp mask only steepens what the kernel smeared
+            # (along a motion line it adds edges across it), so it is left for softness with no kernel to measure
+            size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
+                    {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})
+            why += (f"; {kernel['kind']} kernel estimated ({', '.join(f'{k} {v:g}' for k, v in size.items())}, "
+                    f"confidence {kernel['confidence']:.2f}): deconvolve")
+            calls = _at("deconvolve", "strength", (0.6, 1.0), why, kind=kernel["kind"], **size)
+        elif blurred:
+            calls = _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5)
         out.append((Finding("blur", sharp, BLUR_SHARPNESS, blurred, why), calls))
     return out
 
@@ -288,10 +294,10 @@ class RulePerceiver(_Perceiver):
         tried = set(tried) | {m.action.key() for m in memory if not m.kept}
         scene = guess_scene(stats)
         findings, per_defect = [], []
-        # the kernel is estimated only for a soft photo that is not noisy, and only when deconvolve may be used
-        soft = ("deconvolve" in allowed and stats.get("sharpness", 1.0) < BLUR_SHARPNESS
-                and stats.get("noise_sigma", 0.0) <= NOISE_SIGMA)
-        for finding, calls in _diagnose(stats, scene, estimate_kernel(crops) if soft else None):
+        # the kernel is estimated only for a photo that is not noisy (noise hides it), and only when deconvolve may be
+        # used; whatever its fine detail reads, since a motion blur can leave that looking sharp
+        measure = "deconvolve" in allowed and stats.get("noise_sigma", 0.0) <= NOISE_SIGMA
+        for finding, calls in _diagnose(stats, scene, estimate_kernel(crops) if measure else None):
             findings.append(finding)
             usable = [c for c in calls if c.tool in allowed and c.key() not in tried]
             if usable:

@@ -28,7 +28,7 @@ import numpy as np
 from ...tools.imageops import resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import failed_call, kept_nothing, rescore_best
+from .enhance import failed_call, kept_nothing, model_reading, rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
 from ..records import ToolCall
 from ..reward import ClassicReward, spare_thread, torch_threads
@@ -137,6 +137,8 @@ class _Search:
         self.perceptions: dict[tuple, Perception] = {}
         self.statistics: dict[tuple, dict] = {}  # a state's raw statistics, read by the perceiver and the reward
         self.path_tools: dict[tuple, frozenset[str]] = {}  # the tools already used on the way to a state
+        self.path_calls: dict[tuple, tuple[ToolCall, ...]] = {}  # the edits on the way to a state, in this step
+        self.kept: tuple[ToolCall, ...] = ()  # the edits kept in earlier steps: the root is the photo after them
         self.hits = 0
         self.simulations = 0
         self.expensive = getattr(perceiver, "expensive", False)  # a vision brain: asked within a budget
@@ -198,6 +200,7 @@ class _Search:
         if call is STOP:
             return key, state
         self.path_tools.setdefault(key, self.path_tools.get(parent, frozenset()) | {call.tool})
+        self.path_calls.setdefault(key, self.path_calls.get(parent, ()) + (call,))
         if key in self.states:
             self.hits += 1
         else:
@@ -220,8 +223,9 @@ class _Search:
         every state of the search and for the full-resolution check."""
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
+            seen = model_reading(self.tools, self.kept + self.path_calls.get(key, ()), state.preview, state.scale)
             self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops,
-                                                 known=self.statistics.get(key), **self.reward_pool).total
+                                                 known=self.statistics.get(key), **seen, **self.reward_pool).total
         return self.scores[key]
 
     def uct(self, parent: TreeNode, child: TreeNode) -> float:
@@ -317,9 +321,10 @@ def _reward_tokens(reward: ClassicReward) -> int:
 
 def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
                      original: np.ndarray, trace: Trace, agent: str, step: int,
-                     should_stop: Callable[[], None] | None = None) -> tuple:
+                     should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = ()) -> tuple:
     """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)]), or
-    None when a tool of it fails there (said in the trace)."""
+    None when a tool of it fails there (said in the trace). ``kept``: the edits that made ``current`` from
+    ``original``."""
     t, out, done = time.perf_counter(), current, []
     for call in calls:
         if should_stop:
@@ -332,7 +337,7 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
                                        "not a candidate", started=t, round=step, outputs={"error": why})
             return None
         done.append((call, out))
-    s = reward.score(out, original)
+    s = reward.score(out, original, **model_reading(tools, (*kept, *calls), out))
     trace.add("reward", agent, f"full-resolution sequence {' -> '.join(c.label() for c in calls)} (the search's best "
                                "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
               scores=s.as_dict(), preview=out)
@@ -464,7 +469,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         edits = [c for c in ranked if not c.terminal][:s.top_k]
         # re-run the most visited first actions at full resolution
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
-                            trace, agent, step, should_stop)
+                            trace, agent, step, should_stop, kept=tuple(actions))
         if best is None:  # every winner failed at full resolution: nothing to keep from this step
             stale, out = kept_nothing(trace, agent, step, stale, s.patience,
                                       "revert: the search's winners failed at full resolution")
@@ -476,7 +481,8 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         # a second (gamma, then exposure) loses the one-action check above, though the search found where it leads
         plan = search.best_rollout[1]
         if len(plan) >= 2:
-            sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop)
+            sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop,
+                                        kept=tuple(actions))
             if sequence is not None and sequence[0].total > score.total:
                 score, chosen = sequence
         gain = score.total - current_score.total
@@ -490,6 +496,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
                 states.append(img)
                 actions.append(call)
             search.barred |= search.conflicts_of({call.tool for call, _ in chosen})
+            search.kept = tuple(actions)
             current, current_score = chosen[-1][1], score
             stale = 0
             trace.add("loop", agent, f"accept {label}", round=step,
