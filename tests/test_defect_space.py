@@ -86,6 +86,24 @@ def test_a_shaken_photo_whose_fine_detail_reads_sharp_is_found_by_its_kernel():
     assert not {"deconvolve", "sharpen"} & {a.tool for a in perceive(img).actions}
 
 
+def test_the_search_estimates_the_photo_s_kernel_once_a_step(photos, monkeypatch):
+    import edit_agents.agents.photoagent.search as search
+
+    img = np.ascontiguousarray(resize_longest(photos["coffee"], 256))
+    bad, _ = make(img, "coffee", "motion", 1)
+    calls = []
+
+    def counted(crops):
+        calls.append(len(crops))
+        return estimate(crops)
+    estimate = search.estimate_kernel
+    monkeypatch.setattr(search, "estimate_kernel", counted)
+    result = search.mcts_enhance(bad, default_registry().subset(categories=["classic"]))
+    steps = len(result.trees)  # the steps searched, kept or not
+    assert steps >= 1 and 1 <= len(calls) <= steps, (len(calls), steps)
+    assert result.trace.summary["tool_calls"] > steps  # many states were perceived, each without its own estimate
+
+
 def test_a_right_deconvolution_is_charged_half_and_the_search_keeps_it(photos):
     from edit_agents.agents.photoagent.enhance import through_forward_models
     from edit_agents.agents.photoagent.search import mcts_enhance

@@ -289,7 +289,10 @@ class RulePerceiver(_Perceiver):
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
                  image: np.ndarray | None = None, memory: Sequence[Memory] = (),
-                 crops: Sequence[np.ndarray] | None = None) -> Perception:
+                 crops: Sequence[np.ndarray] | None = None,
+                 kernel: Callable[[], Mapping[str, Any] | None] | None = None) -> Perception:
+        """``kernel``: how to get the photo's blur kernel where the caller keeps it (the search estimates it once per
+        step); without it the kernel is estimated here, from ``crops``."""
         allowed = set(allowed)
         tried = set(tried) | {m.action.key() for m in memory if not m.kept}
         scene = guess_scene(stats)
@@ -297,7 +300,8 @@ class RulePerceiver(_Perceiver):
         # the kernel is estimated only for a photo that is not noisy (noise hides it), and only when deconvolve may be
         # used; whatever its fine detail reads, since a motion blur can leave that looking sharp
         measure = "deconvolve" in allowed and stats.get("noise_sigma", 0.0) <= NOISE_SIGMA
-        for finding, calls in _diagnose(stats, scene, estimate_kernel(crops) if measure else None):
+        blur = (kernel() if kernel is not None else estimate_kernel(crops)) if measure else None
+        for finding, calls in _diagnose(stats, scene, blur):
             findings.append(finding)
             usable = [c for c in calls if c.tool in allowed and c.key() not in tried]
             if usable:
