@@ -203,8 +203,8 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             if direction == "warm":  # never all the way to neutral: the light may be warm on purpose
                 keep = CAST_LIMIT[direction] * 0.5 / cast
                 strengths = (round(1 - keep, 2), round(0.75 * (1 - keep), 2))
-            else:  # as far as the illuminant estimators agree: a cast they half agree on is half known
-                strengths = tuple(round(s * stats["cast_confidence"], 2) for s in (0.6, 0.85, 1.0))
+            else:
+                strengths = (0.6, 0.85, 1.0)
             calls = _at("white_balance", "strength", strengths, why)
         out.append((Finding("colour cast", cast, limit, found, why), calls))
 
