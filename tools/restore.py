@@ -342,12 +342,20 @@ def _mirror(i: np.ndarray, n: int) -> np.ndarray:
     return np.where(i >= n, period - 1 - i, i)
 
 
-def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float) -> dict:
-    """The kernel to undo: the given sizes where set (radius/length > 0, angle >= 0), the rest estimated."""
+def _given(kind: str, radius: float, length: float, angle: float) -> dict | None:
+    """The kernel the sizes fix by themselves (a defocus radius > 0; a motion length > 0 and angle >= 0), else None."""
     if kind == "defocus" and radius > 0:
         return {"kind": "defocus", "radius": radius, "length": 0.0, "angle": 0.0, "confidence": 1.0}
     if kind == "motion" and length > 0 and angle >= 0:
         return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "confidence": 1.0}
+    return None
+
+
+def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float) -> dict:
+    """The kernel to undo: the given sizes where set (radius/length > 0, angle >= 0), the rest estimated."""
+    given = _given(kind, radius, length, angle)
+    if given is not None:
+        return given
     if kind == "auto" and (radius > 0) != (length > 0):  # one size given: that family
         kind = "defocus" if radius > 0 else "motion"
     found = estimate_blur(lum, kind)
@@ -397,14 +405,10 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
 def _deconvolve_forward(img, params):
     """The blur the deconvolution undid, applied again to its result: the photo it says it was given. Only for a
     kernel the params fix (the rule perceiver's calls give its size); an estimated one is not known here."""
-    kind, radius, length, angle = params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"])
-    if kind == "defocus" and radius > 0:
-        psf = blur_kernel("defocus", radius=radius)
-    elif kind == "motion" and length > 0 and angle >= 0:
-        psf = blur_kernel("motion", length=length, angle=angle)
-    else:
+    blur = _given(params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]))
+    if blur is None:
         return None
-    psf = psf.astype(np.float32)
+    psf = blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"]).astype(np.float32)
     return on_color(lambda c: np.stack([ndimage.convolve(c[:, :, k], psf, mode="nearest")
                                         for k in range(c.shape[2])], axis=2))(img)
 
