@@ -181,3 +181,20 @@ def test_sharpen_does_not_amplify_noise_in_flat_areas():
     out = REGISTRY.call("sharpen", flat, {"amount": 3.0})[0]
     assert out.std() < flat.std() * 2.0  # 1.55 times; the old unsharp mask: over 2.5 times
     assert old_sharpen(flat, 3.0).std() > flat.std() * 2.5
+
+
+def test_a_line_in_the_cepstrum_that_smears_nothing_along_itself_is_not_a_motion_blur():
+    """scikit-image's moon, a JPEG, and its over-smoothed copy show a short horizontal line in the cepstrum, as a
+    shaken photo does; but a shaken photo has lost its detail along the line, and these have not."""
+    from skimage import data
+    from skimage.restoration import denoise_tv_chambolle
+
+    moon = resize_longest(as_image(data.moon()), 512)
+    smoothed = as_image(denoise_tv_chambolle(moon, weight=0.12, channel_axis=2).astype(np.float32))
+    for img in (moon, smoothed):
+        assert estimate_blur(luminance(img), "motion")["confidence"] < 0.1
+        assert estimate_blur(luminance(img))["kind"] != "motion"
+    shaken = blurred(moon, line(9, 56))
+    found = estimate_blur(luminance(shaken))
+    assert found["kind"] == "motion" and found["confidence"] > 0.9, found
+    assert abs(found["length"] - 9) <= 1.5
