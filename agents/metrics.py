@@ -15,8 +15,8 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, per_plane, resize,
-                              resize_longest, sampled_gaussian, sobel, to_rgb)
+from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, neutral_evidence, per_plane,
+                              resize, resize_longest, sampled_gaussian, sobel, to_rgb)
 from ..tools.restore import grid_measures
 
 
@@ -98,6 +98,7 @@ def global_statistics(img: np.ndarray) -> dict[str, float]:
     is_gray = float(np.abs(rgb[..., 0] - rgb[..., 1]).mean() + np.abs(rgb[..., 1] - rgb[..., 2]).mean() < 0.004)
     log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
     cast = float(np.linalg.norm(log_rb))
+    neutral, at_cast = neutral_evidence(rgb, log_rb) if not is_gray else (0.0, 0.0)
     dark = rgb.min(axis=2)  # the dark channel: a minimum over each patch, one axis after the other (3x faster)
     for axis in (0, 1):
         dark = ndimage.minimum_filter1d(dark, VEIL_PATCH, axis=axis, mode="nearest")
@@ -116,6 +117,10 @@ def global_statistics(img: np.ndarray) -> dict[str, float]:
         "cast_red": float(log_rb[0]),
         "cast_blue": float(log_rb[1]),
         "cast_confidence": confidence,
+        # the grey surfaces: midtone shares still neutral, and at the estimated cast (the perceiver's evidence that a
+        # cast is the light's, not a coloured object's)
+        "neutral_share": neutral,
+        "cast_share": at_cast,
         "is_gray": is_gray,
     }
 

@@ -306,3 +306,31 @@ def test_blown_whites_with_a_bright_mean_read_as_over_exposure_even_over_deep_bl
     night = np.full((256, 256, 3), 0.08, np.float32)
     night[96:160, 96:160] = 1.0  # a lamp: 6% of the pixels blown, the mean low
     assert not next(f for f in perceive(night).findings if f.check == "over-exposure").defect
+
+
+# --- a coloured object is not a coloured light ------------------------------------------------------------------
+
+def test_coloured_things_on_grey_are_not_a_cast_and_a_cast_moves_the_grey(photos):
+    """I03 (yellow and red fruit on a grey ground) pulls the illuminant estimate past the warm limit, but its grey
+    ground stays grey: no white balance. The same photo under a coloured light has no grey left: a cast."""
+    from photoset import load
+
+    from edit_agents.agents.photoagent.perceiver import CAST_LIMIT, NEUTRAL_AREA
+
+    img = np.ascontiguousarray(load("I03", 256))
+    seen = perceive(img)
+    finding = next(f for f in seen.findings if f.check == "colour cast")
+    stats = image_statistics(img)
+    assert finding.value > CAST_LIMIT["warm"]  # the estimators alone would call it a cast ...
+    assert stats["neutral_share"] >= NEUTRAL_AREA > stats["cast_share"]  # ... the grey ground says otherwise
+    assert not finding.defect and "still neutral grey" in finding.reason
+    assert "white_balance" not in {a.tool for a in seen.actions}
+    for family in ("temperature", "tint", "channel-gains"):
+        bad, case = make(img, "I03", family, 0)
+        cast = next(f for f in perceive(bad).findings if f.check == "colour cast")
+        assert image_statistics(bad)["neutral_share"] < NEUTRAL_AREA, case.label()
+        assert cast.defect and "still neutral" not in cast.reason, case.label()
+    # a photo with a real cast and grey surfaces: they sit at the cast, none at neutral
+    warm, case = make(np.ascontiguousarray(resize_longest(photos["camera"], 256)), "camera", "temperature", 0)
+    stats = image_statistics(warm)
+    assert stats["cast_share"] > stats["neutral_share"], case.label()
