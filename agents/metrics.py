@@ -17,7 +17,7 @@ from scipy import ndimage
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, neutral_evidence, per_plane,
                               resize, resize_longest, sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import grid_measures
+from ..tools.restore import grid_measures, impulse_share
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("niqe", "NIQE", "high", True),
     Metric("veil", "dark-channel floor over the whites (a veil)", "high"),
     Metric("chroma_noise", "colour noise", "high"),
+    Metric("impulses", "share of isolated specks (salt and pepper, dead pixels)", "high"),
     Metric("grid_step", "JPEG grid step", "high"),
     # what a critic checks but no reward scores: a preference, not a defect
     Metric("saturation", "saturation", None, False, "more saturated", "less saturated", 0.01),
@@ -70,6 +71,10 @@ VEIL_LIMIT = 0.09
 # Colour noise (texture_statistics' chroma_noise, red minus blue): at most 0.0073 on the project's clean photos,
 # 0.025 on an over-sharpened astronaut, 0.03-0.11 under the defect space's noise. Never intent, unlike grain.
 CHROMA_NOISE_LIMIT = 0.025
+# Impulse noise (texture_statistics' impulses: the share of pixels past all eight neighbours by 0.2 where those span
+# less than 0.2, at native resolution; tools/restore.impulse_share): 0-0.034% on the project's clean photos (the deep
+# field's stars the most), up to 0.12% on over-sharpened ones. Never intent.
+IMPULSE_LIMIT = 0.0015
 VEIL_PATCH = 15
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
@@ -140,6 +145,7 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     blocks = [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)]
     steps = [step for _, step in grids]
     return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
+            "impulses": float(np.mean([impulse_share(x) for x in lums])),
             "sharpness": float(np.mean(sharpness)),
             "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
 

@@ -7,6 +7,9 @@ or three families), each case with its own random strength. The photos are photo
 used to fit anything. Every result is compared with the clean original by SSIM and mean CIEDE2000
 (photoagent_fidelity's functions), not by the reward the search optimises.
 
+--held-out runs the families of defects.HELD_OUT instead: written after all the tuning so far and kept apart from
+it, so their figures are the nearest this repository has to photos and defects nobody tuned on.
+
 Methods, each run on the same degraded image:
   mcts             the shipped search: mcts_enhance with the MCTS Planner node's defaults, the classic tools,
                    the default reward and perceiver (see mcts_tools_and_reward, the leave-one-family-out hook)
@@ -21,7 +24,7 @@ by more than 0.02 or ΔE rises by more than 1.0 relative to the method's input (
 to the clean photo itself, so any change beyond those bounds). A clean photo is "untouched" when SSIM is 1
 and ΔE 0 (to a float tolerance).
 
-Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean]
+Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean | --held-out]
      [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0] [--detail] [--json PATH]
 """
 from __future__ import annotations
@@ -300,6 +303,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the search's seed (the cases' strengths are fixed)")
     ap.add_argument("--detail", action="store_true", help="print every case")
     ap.add_argument("--json", metavar="PATH", help="write every row here")
+    ap.add_argument("--held-out", action="store_true", help="the held-out families (defects.HELD_OUT, never tuned on) "
+                    "instead of --families, with no clean photos")
     ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
                     "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR)")
     a = ap.parse_args()
@@ -307,9 +312,10 @@ def main() -> None:
         global LOFO_REWARDS
         LOFO_REWARDS = os.environ["EDIT_AGENTS_LOFO_REWARDS"] = str(Path(a.lofo_rewards).resolve())
     methods = tuple(m for m in a.methods.split(",") if m)
-    families = [f for f in a.families.split(",") if f]
+    families = defects.held_out() if a.held_out else [f for f in a.families.split(",") if f]
     unknown = [m for m in methods if m not in METHODS] + \
-              [f for f in families if f not in defects.FAMILIES and f not in ("combination", "clean")]
+              [f for f in families if f not in defects.FAMILIES and f not in defects.HELD_OUT
+               and f not in ("combination", "clean")]
     if unknown:
         ap.error(f"unknown method(s) or family(ies): {', '.join(unknown)}")
     todo = cases([p for p in a.photos.split(",") if p], families, a.per_family)

@@ -334,3 +334,30 @@ def test_coloured_things_on_grey_are_not_a_cast_and_a_cast_moves_the_grey(photos
     warm, case = make(np.ascontiguousarray(resize_longest(photos["camera"], 256)), "camera", "temperature", 0)
     stats = image_statistics(warm)
     assert stats["cast_share"] > stats["neutral_share"], case.label()
+
+
+# --- impulse noise: salt and pepper, dead pixels, dust ----------------------------------------------------------
+
+def test_specks_are_seen_scored_and_removed_by_the_search(photos):
+    from skimage.metrics import structural_similarity
+
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    img = np.ascontiguousarray(resize_longest(photos["coffee"], 384))
+    hit = np.random.default_rng(3).random(img.shape[:2])  # made here: not one of bench/defects.py's families
+    bad = img.copy()
+    bad[hit < 0.008], bad[hit > 0.992] = 0.0, 1.0
+    seen = perceive(bad)
+    finding = next(f for f in seen.findings if f.check == "impulse noise")
+    assert finding.defect and "stand alone" in finding.reason
+    assert "remove_impulses" in {a.tool for a in seen.actions} and "sharpen" not in {a.tool for a in seen.actions}
+    assert not next(f for f in perceive(img).findings if f.check == "impulse noise").defect
+    reward = Reward()
+    assert reward.score(bad).total < reward.score(img).total  # the reward sees them too
+    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), reward)
+    assert "remove_impulses" in {a.tool for a in result.actions}, result.actions
+
+    def ssim(a):
+        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    assert ssim(result.image) > ssim(bad) + 0.15

@@ -198,3 +198,40 @@ def test_a_line_in_the_cepstrum_that_smears_nothing_along_itself_is_not_a_motion
     found = estimate_blur(luminance(shaken))
     assert found["kind"] == "motion" and found["confidence"] > 0.9, found
     assert abs(found["length"] - 9) <= 1.5
+
+
+def salt_and_pepper(img, share, seed=0):
+    """Specks made here (not bench/defects.py): ``share`` of the pixels set to black or white in every channel."""
+    hit = np.random.default_rng(seed).random(img.shape[:2])
+    out = img.copy()
+    out[hit < share / 2] = 0.0
+    out[hit > 1 - share / 2] = 1.0
+    return out, (hit < share / 2) | (hit > 1 - share / 2)
+
+
+def test_specks_are_counted_and_removed_and_nothing_else_is_touched(clean):
+    from edit_agents.agents.metrics import IMPULSE_LIMIT
+    from edit_agents.tools.restore import impulse_share
+
+    for name, img in clean.items():
+        assert impulse_share(luminance(img)) < IMPULSE_LIMIT / 4, name  # clean photos have next to none
+        specked, hit = salt_and_pepper(img, 0.02)
+        assert impulse_share(luminance(specked)) > 3 * IMPULSE_LIMIT, name
+        out = REGISTRY.call("remove_impulses", specked, {"threshold": 0.2})[0]
+        assert ssim(out, img) > 0.93 > ssim(specked, img) + 0.2, name
+        changed = np.abs(out - specked).max(axis=2) > 0
+        seen = hit & (np.abs(specked - img).max(axis=2) > 0.3)  # a white speck on white is no speck
+        assert changed[seen].mean() > 0.9, name  # the specks are gone
+        assert changed[~hit].mean() < 0.002, name  # and next to nothing else moved
+        assert impulse_share(luminance(out)) < IMPULSE_LIMIT, name
+
+
+def test_a_thin_line_or_a_star_is_not_a_speck():
+    flat = np.full((64, 64, 3), 0.3, np.float32)
+    flat[20, 5:60] = 0.9  # a hair-thin line: two neighbours alike
+    flat[40:42, 30:32] = 0.95  # a star spread by optics over 2x2 pixels
+    out = REGISTRY.call("remove_impulses", flat, {"threshold": 0.2})[0]
+    assert np.array_equal(out, flat)
+    flat[10, 10] = flat[50, 50:52] = 1.0  # a speck and a pair of specks go
+    out = REGISTRY.call("remove_impulses", flat, {"threshold": 0.2})[0]
+    assert np.array_equal(np.argwhere(np.abs(out - flat).max(axis=2) > 0), [[10, 10], [50, 50], [50, 51]])

@@ -1,4 +1,4 @@
-"""Restoration tools: undo what a camera or a codec did (JPEG blocks, defocus and motion blur).
+"""Restoration tools: undo what a camera or a codec did (JPEG blocks, defocus and motion blur, impulse noise).
 
 Each measures the defect on the photo itself (the JPEG grid, the blur kernel), so the perceiver can read the
 same measures (``blockiness``, ``estimate_blur``) and the reward can check an edit for halos (``overshoot``).
@@ -184,6 +184,74 @@ def deblock(img, strength=0.7):
         r, b = y + cr, y + cb
         g = (y - 0.2126 * r - 0.0722 * b) / 0.7152
         return np.stack([r, g, b], axis=2)
+    return on_color(f)(img)
+
+
+# --- impulse noise --------------------------------------------------------------------------
+
+IMPULSE_MARGIN = 0.2  # how far past all eight neighbours a pixel must stand to count as an impulse
+
+
+def _neighbour_range(plane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ring = np.ones((3, 3), bool)
+    ring[1, 1] = False
+    return (ndimage.minimum_filter(plane, footprint=ring, mode="reflect"),
+            ndimage.maximum_filter(plane, footprint=ring, mode="reflect"))
+
+
+def impulse_share(lum: np.ndarray, margin: float = IMPULSE_MARGIN) -> float:
+    """The share of pixels that stand alone in a smooth surround: brighter than all eight neighbours by more than
+    ``margin``, or darker than all of them by as much, where those neighbours themselves span less than ``margin``.
+    Salt-and-pepper noise, dead or hot pixels and dust make them anywhere. A photo's own detail hardly ever does:
+    optics spread even a star over several pixels (clean photos here: 0-0.034%, the deep field's stars the most), and
+    the lone extremes an over-sharpened or over-contrasted photo has sit beside edges, not in smooth surrounds (up to
+    0.4% counted without the surround's test, 0.12% with it)."""
+    plane = _plane(lum)
+    if min(plane.shape) < 3:
+        return 0.0
+    low, high = _neighbour_range(plane)
+    alone = (plane > high + margin) | (plane < low - margin)
+    return float((alone & (high - low < margin)).mean())
+
+
+def _specks(plane: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``plane`` has pixels that stand alone, and the median of each one's eight neighbours: more than
+    ``threshold`` from that median, and alike (within ``threshold``) to no neighbour, or to one that is alike to no
+    other (a pair of specks). A line, even at its ends, has pixels alike to two or more. The median is taken only at
+    the candidates, which are few in a photo, so a 12-megapixel photo costs the comparisons and little more."""
+    padded = np.pad(plane, 1, mode="reflect")
+    h, w = plane.shape
+    shifts = [(dy, dx) for dy in (0, 1, 2) for dx in (0, 1, 2) if dy != 1 or dx != 1]
+    alike = [np.abs(padded[dy:dy + h, dx:dx + w] - plane) <= threshold for dy, dx in shifts]
+    count = np.sum(alike, axis=0, dtype=np.int8)
+    counted = np.pad(count, 1, mode="reflect")
+    paired = np.zeros(plane.shape, bool)
+    for (dy, dx), same in zip(shifts, alike):
+        paired |= same & (counted[dy:dy + h, dx:dx + w] <= 1)
+    ys, xs = np.nonzero((count == 0) | ((count == 1) & paired))
+    around = np.stack([padded[ys + dy, xs + dx] for dy, dx in shifts])
+    median = np.median(around, axis=0)
+    far = np.abs(plane[ys, xs] - median) > threshold
+    return (ys[far], xs[far]), median[far]
+
+
+def remove_impulses(img, threshold=0.2):
+    """Replace each pixel that stands alone (``_specks``, in any channel) by the median of its eight neighbours, in
+    every channel; every other pixel is kept exactly. Two passes: a speck beside a third one is found once that one
+    is gone."""
+    def f(c):
+        out = np.array(c, np.float32)
+        for _ in range(2):
+            hit = np.zeros(out.shape[:2], bool)
+            for k in range(out.shape[2]):
+                hit[_specks(out[:, :, k], threshold)[0]] = True
+            if not hit.any():
+                break
+            ys, xs = np.nonzero(hit)
+            padded = np.pad(out, ((1, 1), (1, 1), (0, 0)), mode="reflect")
+            around = np.stack([padded[ys + dy, xs + dx] for dy in (0, 1, 2) for dx in (0, 1, 2) if dy != 1 or dx != 1])
+            out[ys, xs] = np.median(around, axis=0)
+        return out
     return on_color(f)(img)
 
 
@@ -460,6 +528,15 @@ def _F(name, desc, default, lo, hi, effect="", neutral=0.0, pixels=False):
 
 
 RESTORE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("remove_impulses", "Remove salt-and-pepper specks, dead or hot pixels and dust spots.",
+             "Use for isolated pixels far brighter or darker than everything around them. Each is replaced by the "
+             "median of its neighbours; every other pixel is kept exactly, so unlike denoise it softens nothing. A "
+             "photo with no such pixels is returned unchanged.",
+             (_F("threshold", "how far from its neighbours a pixel must stand", 0.2, 0.05, 0.8,
+                 "Lower removes fainter specks, and may take small highlights such as stars.", neutral=None),),
+             remove_impulses, keywords=("salt and pepper", "specks", "speckles", "dead pixels", "hot pixels",
+                                        "stuck pixels", "dust", "impulse noise", "despeckle"),
+             conflicts=("remove_impulses",)),  # once the specks are gone, a second pass takes highlights
     ToolSpec("deblock", "Remove JPEG blocks and ringing (mosquito noise) while keeping real edges.",
              "Use for heavily compressed photos showing an 8x8 block grid, blotchy flat areas or buzzing around "
              "edges. Small steps on the grid are smoothed into ramps, large ones (edges) kept; a mild edge-preserving "

@@ -20,7 +20,7 @@ from .. import schemas
 from ..brain import Brain, BrainRequest, close_brains, run_blocking
 from ..records import ToolCall
 from ..reward import excess
-from ..metrics import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, VEIL_LIMIT, image_statistics
+from ..metrics import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, IMPULSE_LIMIT, VEIL_LIMIT, image_statistics
 from ..roles import Where, ask, prompt
 from ..trace import Trace
 
@@ -219,6 +219,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         out.append((Finding("colour cast", cast, limit, found, why), calls))
 
     if "noise_sigma" in stats:
+        specks = stats.get("impulses", 0.0)
+        speckled = excess(stats, "impulses") > 0  # the reward's own verdict
+        why = (f"{specks:.2%} of pixels stand alone, past all eight neighbours (limit {IMPULSE_LIMIT:.2%}: salt and "
+               f"pepper, dead pixels or dust)")
+        out.append((Finding("impulse noise", specks, IMPULSE_LIMIT, speckled, why),
+                    _at("remove_impulses", "threshold", (0.2, 0.35), why) if speckled else []))
         sigma = stats["noise_sigma"]
         noisy = sigma > NOISE_SIGMA
         why = f"noise sigma {sigma:.4f} at native resolution (limit {NOISE_SIGMA})"
@@ -247,8 +253,8 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         # motion blur spares the detail along its line, so the fine detail measured over every direction can read
         # as sharp: a trusted motion kernel is the evidence by itself
         shaken = trusted and kernel["kind"] == "motion"
-        # sharpening noise or compression blocks makes them worse
-        blurred = (sharp < BLUR_SHARPNESS or shaken) and not noisy and not blocky
+        # sharpening noise, compression blocks or specks makes them worse
+        blurred = (sharp < BLUR_SHARPNESS or shaken) and not noisy and not blocky and not speckled
         why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
         calls = []
         if blurred and trusted:
