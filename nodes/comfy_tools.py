@@ -39,6 +39,10 @@ def _pixels(img: np.ndarray) -> torch.Tensor:
 
 def _back(decoded: torch.Tensor, like: np.ndarray) -> np.ndarray:
     out = decoded[0].detach().cpu().float().numpy()
+    if not np.isfinite(out).all():  # clipped, NaN would read as black: a broken result, never a photo
+        raise ValueError(f"the model and VAE gave {(~np.isfinite(out)).mean():.0%} of the pixels as NaN or infinity: "
+                         "the VAE or the model file is damaged or does not match the model, or the model overflows at "
+                         "this precision; load another VAE, or set Load Diffusion Model's weight_dtype to default")
     h, w = like.shape[:2]
     if out.shape[:2] != (h, w):  # VAE encode crops to multiples of 8
         out = resize(out, (w, h), "cubic")

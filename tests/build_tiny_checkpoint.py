@@ -45,6 +45,8 @@ def random_weights(module: torch.nn.Module, prefix: str = "") -> dict[str, torch
                 value = torch.randn(value.shape) * 0.02
             elif ("weight" in key or key.endswith(".scale")) and ("norm" in key or "ln" in key):  # RMSNorm: .scale
                 value = torch.ones(value.shape)
+            elif value.ndim == 0 and "scale" in key:  # a latent scale (TAESD's vae_scale) divides: never 0
+                value = torch.ones(())
             else:
                 value = torch.zeros(value.shape)
             value = value.half()

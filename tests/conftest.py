@@ -148,7 +148,7 @@ def model_root(tmp_path_factory):
 
 
 CHECKPOINT_CACHE = Path(os.environ.get("EDIT_AGENTS_TEST_CACHE", Path.home() / ".cache" / "edit-agents"))
-CHECKPOINT_VERSION = "v1"  # bump when build_tiny_checkpoint.py changes
+CHECKPOINT_VERSION = "v2"  # bump when build_tiny_checkpoint.py changes (v2: TAESD's vae_scale 1, not 0)
 
 
 def tiny_checkpoint(name: str, in_channels: int) -> Path:

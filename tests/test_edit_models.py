@@ -90,6 +90,26 @@ def test_a_model_the_edit_tool_cannot_drive_is_named_with_what_to_connect(comfy,
     assert "instruction-edit model" in text and "BaseModel" in text and "Load Diffusion Model" in text
 
 
+def test_a_vae_that_gives_nan_is_an_error_not_a_black_photo(comfy, cat, model_root):
+    """A VAE whose latent scale is 0 (a damaged or mismatched file) turns every pixel to NaN, which clipped would
+    read as a black photo: the tool says what is wrong instead."""
+    import safetensors.torch
+    import torch
+
+    weights = safetensors.torch.load_file(str(model_root / "vae" / "tiny-flux-vae.safetensors"))
+    weights["vae_scale"] = torch.zeros(())
+    safetensors.torch.save_file(weights, str(model_root / "vae" / "broken-vae.safetensors"))
+    prompt = edit_model_graph(cat, only="comfy_edit")
+    prompt["vae"]["inputs"]["vae_name"] = "broken-vae.safetensors"
+    prompt["run"] = {"class_type": "EditAgentsApplyTools", "inputs": {
+        "image": ["img", 0], "toolbox": ["tools", 0], "chain": json.dumps([{"tool": "comfy_edit", "params": {
+            "prompt": "add a hat", **FAST}}])}}
+    prompt["out"] = {"class_type": "PreviewImage", "inputs": {"images": ["run", 0]}}
+    with pytest.raises(ExecutionFailed) as err:
+        comfy.call("run", prompt)
+    assert "NaN or infinity" in str(err.value) and "VAE" in str(err.value)
+
+
 def scripted_edit_brain(llm) -> dict:
     return {"class_type": "EditAgentsBrain", "inputs": {
         "provider": "custom", "model": "scripted-vlm", "base_url": llm.url, "api_key_env": "", "temperature": 0.0,

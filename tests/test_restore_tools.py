@@ -1,6 +1,5 @@
 """Restoration tools judged against the clean photo: JPEG blocks and blur made here, then undone."""
 import io
-import time
 
 import numpy as np
 import pytest
@@ -70,17 +69,11 @@ def test_deblock_removes_the_grid_and_moves_toward_the_clean_photo(name, quality
     assert ssim(img, out) > ssim(img, compressed) + 0.003
 
 
-def test_blockiness_is_about_one_on_clean_photos_and_cheap(clean, photos):
+def test_blockiness_is_about_one_on_clean_photos(clean):
     for name, img in clean.items():
         assert 0.95 < blockiness(luminance(img)) < 1.1, name
         assert REGISTRY.call("deblock", img, {})[0].shape == img.shape
         assert ssim(img, REGISTRY.call("deblock", img, {})[0]) > 0.99  # nearly nothing to do on a clean photo
-    lum = luminance(resize_longest(photos["astronaut"], 256))
-    blockiness(lum)
-    t = time.perf_counter()
-    for _ in range(10):
-        blockiness(lum)
-    assert (time.perf_counter() - t) / 10 < 0.01
 
 
 BLURS = [("defocus", {"radius": r}, disc(r)) for r in (2, 3, 4)] + [
@@ -144,17 +137,6 @@ def test_the_deconvolution_s_forward_model_blurs_its_result_back_to_the_input(cl
     # a kernel left to be estimated is not known from the params: no model
     assert spec.forward(out, spec.validate({"kind": "auto"})[0]) is None
     assert spec.forward(out, spec.validate({"kind": "motion", "length": 9})[0]) is None  # angle still estimated
-
-
-def test_deconvolve_is_fast_at_512(photos):
-    img = resize_longest(photos["coffee"], 512)
-    soft = blurred(img, line(11, 30))
-    REGISTRY.call("deconvolve", soft, {})
-    t = time.perf_counter()
-    REGISTRY.call("deconvolve", soft, {})
-    took = time.perf_counter() - t
-    print(f"deconvolve at {soft.shape[1]}x{soft.shape[0]}: {took * 1000:.0f} ms")
-    assert took < 1.0
 
 
 def old_sharpen(img, amount, radius=1.5):

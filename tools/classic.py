@@ -183,15 +183,22 @@ def sharpen(img, amount=0.5, radius=1.5):
     edge's overshoot lands on) only by a tenth of that range, and faint detail (noise in flat areas) is cored."""
     from scipy import ndimage
 
-    def f(c):
-        blur = gaussian(c, radius)
-        detail = c - (blur[:, :, None] if blur.ndim == 2 else blur)
-        detail = detail * (detail * detail / (detail * detail + SHARPEN_CORING ** 2))  # soft coring
-        out = c + detail * amount
-        lo = ndimage.minimum_filter(c, (3, 3, 1), mode="nearest")
-        hi = ndimage.maximum_filter(c, (3, 3, 1), mode="nearest")
-        slack = 0.1 * (hi - lo) + 0.004
-        return np.clip(out, lo - slack, hi + slack)
+    def plane(p):
+        detail = p - gaussian(p, radius)
+        power = detail * detail
+        power /= power + SHARPEN_CORING ** 2
+        detail *= power  # soft coring
+        lo = ndimage.minimum_filter(p, (3, 3), mode="nearest")
+        hi = ndimage.maximum_filter(p, (3, 3), mode="nearest")
+        slack = hi - lo
+        slack *= 0.1
+        slack += 0.004
+        detail *= amount
+        detail += p
+        return np.clip(detail, lo - slack, hi + slack, out=detail)
+
+    def f(c):  # a plane at a time: at 12 MP each temporary is a third of the photo's size
+        return np.stack([plane(np.ascontiguousarray(c[:, :, k])) for k in range(c.shape[2])], axis=2)
     return on_color(f)(img)
 
 
