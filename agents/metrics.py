@@ -68,9 +68,11 @@ CLASSIC_IQA = ("brisque", "niqe")
 # In a black-and-white photo only shadows and dark objects keep the floor down (no colourful ones), and those
 # pale close-ups are all black-and-white: there the veil is not used.
 VEIL_LIMIT = 0.09
-# Colour noise (texture_statistics' chroma_noise, red minus blue): at most 0.0073 on the project's clean photos,
-# 0.025 on an over-sharpened astronaut, 0.03-0.11 under the defect space's noise. Never intent, unlike grain.
+# Colour noise (texture_statistics' chroma_noise, red minus blue, the larger of two scales: _chroma_noise): at most
+# 0.0078 on the project's clean photos, 0.024 on over-processed ones, 0.03-0.11 under the defect space's noise. Never
+# intent, unlike grain.
 CHROMA_NOISE_LIMIT = 0.025
+COARSE_CHROMA_WEIGHT = 0.6  # the 2x2-block reading's weight (set on clean and over-processed photos: _chroma_noise)
 # Impulse noise (texture_statistics' impulses: the share of pixels past all eight neighbours by 0.2 where those span
 # less than 0.2, at native resolution; tools/restore.impulse_share): 0-0.034% on the project's clean photos (the deep
 # field's stars the most), up to 0.12% on over-sharpened ones. Never intent.
@@ -138,7 +140,7 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
         by_size.setdefault(x.shape, []).append(x)
     noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
     # colour noise on red minus blue, where luminance detail mostly cancels
-    chroma = [_chroma_sigma(c) for c in crops if c.ndim == 3 and c.shape[2] >= 3 and min(c.shape[:2]) >= 3] or [0.0]
+    chroma = [_chroma_noise(c) for c in crops if c.ndim == 3 and c.shape[2] >= 3 and min(c.shape[:2]) >= 3] or [0.0]
     sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
     # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
     grids = [grid_measures(x) for x in lums]
@@ -204,15 +206,38 @@ def _sharpnesses(lums: list[np.ndarray]) -> list[float]:
     return [float(lap.std() / (lum.std() + 0.02)) for lap, lum in zip(per_plane(laplacian, lums), lums)]
 
 
-def _chroma_sigma(crop: np.ndarray) -> float:
+def _chroma_sigma(crop: np.ndarray, flat_only: bool = False) -> float:
     """Colour noise: sigma of red minus blue, from the median of Immerkaer's Laplacian difference (a robust
-    estimate: the colour planes of a clean photo are smooth, so edges are few and the median ignores them),
-    without the flat-region selection the luminance needs."""
+    estimate: the colour planes of a clean photo are smooth, so edges are few and the median ignores them). With
+    ``flat_only``, only where the luminance is flattest (its gradient below the median), as for the luminance's."""
     diff = (crop[:, :, 0] - crop[:, :, 2]).astype(np.float32)
-    conv = correlate_separable(diff, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0))[1:-1, 1:-1]
+    conv = np.abs(correlate_separable(diff, (1.0, -2.0, 1.0), (1.0, -2.0, 1.0))[1:-1, 1:-1])
+    if flat_only:
+        lum = luminance(crop).astype(np.float32)
+        lum = lum[:, :, 0] if lum.ndim == 3 else lum
+        grad = (sobel(lum, 1, 0) ** 2 + sobel(lum, 0, 1) ** 2)[1:-1, 1:-1]
+        flat = grad <= np.median(grad)
+        conv = conv[flat] if flat.any() else conv  # none where the gradient is not finite: read every pixel
     order = (conv.size - 1) // 2
     # the kernel's taps square to 36, and a normal's median absolute value is 0.6745 of its sigma
-    return float(np.partition(np.abs(conv).ravel(), order)[order] / (6.0 * 0.6745))
+    return float(np.partition(conv.ravel(), order)[order] / (6.0 * 0.6745))
+
+
+def _binned(crop: np.ndarray) -> np.ndarray:
+    """The mean of each 2x2 block: half the size, white noise halved, noise smoothed over a pixel or two much less."""
+    h, w = crop.shape[0] // 2 * 2, crop.shape[1] // 2 * 2
+    c = crop[:h, :w].astype(np.float32)
+    return 0.25 * (c[0::2, 0::2] + c[1::2, 0::2] + c[0::2, 1::2] + c[1::2, 1::2])
+
+
+def _chroma_noise(crop: np.ndarray) -> float:
+    """Colour noise at two scales: the native pixels, and 2x2 blocks in the luminance's flat half (scaled back by 2,
+    which white noise leaves the same). A camera's noise, smoothed by demosaicing over a pixel or two, hardly reaches
+    the native scale's 3x3 Laplacian, but its colour still shows at the coarser one. Colour texture shows there too,
+    more so once a photo is over-sharpened or over-contrasted (0.041 at most here; clean photos 0.011), so the coarse
+    reading counts at COARSE_CHROMA_WEIGHT, which keeps those under CHROMA_NOISE_LIMIT."""
+    coarse = _chroma_sigma(_binned(crop), flat_only=True) * 2.0 if min(crop.shape[:2]) >= 8 else 0.0
+    return max(_chroma_sigma(crop), COARSE_CHROMA_WEIGHT * coarse)
 
 
 def _noise_sigmas(lums: list[np.ndarray]) -> list[float]:

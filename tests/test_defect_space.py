@@ -361,3 +361,33 @@ def test_specks_are_seen_scored_and_removed_by_the_search(photos):
     def ssim(a):
         return structural_similarity(img, a, data_range=1.0, channel_axis=2)
     assert ssim(result.image) > ssim(bad) + 0.15
+
+
+# --- a camera's noise, smoothed by demosaicing ------------------------------------------------------------------
+
+def test_noise_smoothed_over_a_pixel_shows_in_its_colour_and_is_removed(photos):
+    from scipy.ndimage import gaussian_filter
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    from edit_agents.agents.metrics import CHROMA_NOISE_LIMIT, texture_crops, _chroma_sigma
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    img = np.ascontiguousarray(resize_longest(photos["astronaut"], 384))
+    noise = gaussian_filter(np.random.default_rng(5).normal(0, 1, img.shape).astype(np.float32), (0.8, 0.8, 0))
+    bad = np.clip(img + noise * (0.05 / noise.std()), 0, 1).astype(np.float32)  # made here, not by bench/defects.py
+    native = float(np.median([_chroma_sigma(c) for c in texture_crops(bad)]))
+    assert native < CHROMA_NOISE_LIMIT < image_statistics(bad)["chroma_noise"]  # only the coarse scale sees it
+    assert image_statistics(img)["chroma_noise"] < CHROMA_NOISE_LIMIT / 2
+    for family in ("over-sharpened", "over-local-contrast"):  # colour texture lifted by over-processing is no noise
+        for index in range(2):
+            over, case = make(img, "astronaut", family, index)
+            assert image_statistics(over)["chroma_noise"] < CHROMA_NOISE_LIMIT, case.label()
+    finding = next(f for f in perceive(bad).findings if f.check == "colour noise")
+    assert finding.defect
+    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), Reward())
+    assert "chroma_denoise" in {a.tool for a in result.actions}, result.actions
+
+    def delta_e(a):
+        return float(deltaE_ciede2000(rgb2lab(img), rgb2lab(a)).mean())
+    assert delta_e(result.image) < delta_e(bad) - 2.0
