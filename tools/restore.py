@@ -214,25 +214,30 @@ def impulse_share(lum: np.ndarray, margin: float = IMPULSE_MARGIN) -> float:
     return float((alone & (high - low < margin)).mean())
 
 
+RING = tuple((dy, dx) for dy in (0, 1, 2) for dx in (0, 1, 2) if (dy, dx) != (1, 1))  # a pixel's 8 neighbours, padded
+
+
+def _around(padded: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """The eight neighbours of pixels (ys, xs), read from the array padded by one: shape (8, n, ...)."""
+    return np.stack([padded[ys + dy, xs + dx] for dy, dx in RING])
+
+
 def _specks(plane: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """Where ``plane`` has pixels that stand alone, and the median of each one's eight neighbours: more than
-    ``threshold`` from that median, and alike (within ``threshold``) to no neighbour, or to one that is alike to no
-    other (a pair of specks). A line, even at its ends, has pixels alike to two or more. The median is taken only at
-    the candidates, which are few in a photo, so a 12-megapixel photo costs the comparisons and little more."""
+    """Where ``plane`` has pixels that stand alone: more than ``threshold`` from the median of their eight
+    neighbours, and alike (within ``threshold``) to no neighbour, or to one that is alike to no other (a pair of
+    specks). A line, even at its ends, has pixels alike to two or more. The median is taken only at the candidates,
+    which are few in a photo, so a 12-megapixel photo costs the comparisons and little more."""
     padded = np.pad(plane, 1, mode="reflect")
     h, w = plane.shape
-    shifts = [(dy, dx) for dy in (0, 1, 2) for dx in (0, 1, 2) if dy != 1 or dx != 1]
-    alike = [np.abs(padded[dy:dy + h, dx:dx + w] - plane) <= threshold for dy, dx in shifts]
+    alike = [np.abs(padded[dy:dy + h, dx:dx + w] - plane) <= threshold for dy, dx in RING]
     count = np.sum(alike, axis=0, dtype=np.int8)
     counted = np.pad(count, 1, mode="reflect")
     paired = np.zeros(plane.shape, bool)
-    for (dy, dx), same in zip(shifts, alike):
+    for (dy, dx), same in zip(RING, alike):
         paired |= same & (counted[dy:dy + h, dx:dx + w] <= 1)
     ys, xs = np.nonzero((count == 0) | ((count == 1) & paired))
-    around = np.stack([padded[ys + dy, xs + dx] for dy, dx in shifts])
-    median = np.median(around, axis=0)
-    far = np.abs(plane[ys, xs] - median) > threshold
-    return (ys[far], xs[far]), median[far]
+    far = np.abs(plane[ys, xs] - np.median(_around(padded, ys, xs), axis=0)) > threshold
+    return ys[far], xs[far]
 
 
 def remove_impulses(img, threshold=0.2):
@@ -244,13 +249,11 @@ def remove_impulses(img, threshold=0.2):
         for _ in range(2):
             hit = np.zeros(out.shape[:2], bool)
             for k in range(out.shape[2]):
-                hit[_specks(out[:, :, k], threshold)[0]] = True
+                hit[_specks(out[:, :, k], threshold)] = True
             if not hit.any():
                 break
             ys, xs = np.nonzero(hit)
-            padded = np.pad(out, ((1, 1), (1, 1), (0, 0)), mode="reflect")
-            around = np.stack([padded[ys + dy, xs + dx] for dy in (0, 1, 2) for dx in (0, 1, 2) if dy != 1 or dx != 1])
-            out[ys, xs] = np.median(around, axis=0)
+            out[ys, xs] = np.median(_around(np.pad(out, ((1, 1), (1, 1), (0, 0)), mode="reflect"), ys, xs), axis=0)
         return out
     return on_color(f)(img)
 
