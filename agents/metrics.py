@@ -17,7 +17,7 @@ from scipy import ndimage
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, neutral_evidence, per_plane,
                               resize, resize_longest, sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import grid_measures, impulse_share
+from ..tools.restore import banding_sigma, fringe_scales, grid_measures, impulse_share
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("veil", "dark-channel floor over the whites (a veil)", "high"),
     Metric("chroma_noise", "colour noise", "high"),
     Metric("impulses", "share of isolated specks (salt and pepper, dead pixels)", "high"),
+    Metric("banding", "row banding (a sensor's readout stripes), standard deviation", "high"),
+    Metric("fringes", "colour fringes (red or blue magnified apart from green), % of the half-diagonal", "high"),
     Metric("grid_step", "JPEG grid step", "high"),
     # what a critic checks but no reward scores: a preference, not a defect
     Metric("saturation", "saturation", None, False, "more saturated", "less saturated", 0.01),
@@ -77,6 +79,15 @@ COARSE_CHROMA_WEIGHT = 0.6  # the 2x2-block reading's weight (set on clean and o
 # less than 0.2, at native resolution; tools/restore.impulse_share): 0-0.034% on the project's clean photos (the deep
 # field's stars the most), up to 0.12% on over-sharpened ones. Never intent.
 IMPULSE_LIMIT = 0.0015
+# Colour fringes (global_statistics' fringes: lateral chromatic aberration, red's or blue's magnification apart from
+# green in % of the half-diagonal; tools/restore.fringe_scales): 0-0.15 on the project's clean photos but the retina
+# (0.68: its blue image, read alike in all four quarters, may be its fundus camera's own aberration) and at most 0.22
+# on every other defect of the defect space (a defocus on the coffee). Never intent.
+FRINGE_LIMIT = 0.3
+# Row banding (texture_statistics' banding: the standard deviation of offsets that whole rows show alike in two crops
+# and each on its own; tools/restore.banding_sigma): at most 0.0013 on the project's clean
+# photos and 0.0039 on every other family of the defect space (I06 over-contrasted by CLAHE). Never intent.
+BANDING_LIMIT = 0.008
 VEIL_PATCH = 15
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
@@ -96,8 +107,9 @@ def texture_crops(img: np.ndarray) -> list[np.ndarray]:
     return [np.ascontiguousarray(img[y0:y0 + side, x0:x0 + side]) for x0, y0, side in texture_boxes(*img.shape[:2])]
 
 
-def global_statistics(img: np.ndarray) -> dict[str, float]:
-    """Tone and colour statistics of a float image, on a <=256 px copy."""
+def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str, float]:
+    """Tone and colour statistics of a float image, on a <=256 px copy. ``fringes``: the lens's colour fringes where
+    the caller knows them (a search state whose edits moved no pixel has its photo's), else read here."""
     small = resize_longest(img, METRIC_SIDE)
     lum = luminance(small).astype(np.float32)
     rgb = to_rgb(small)
@@ -128,6 +140,10 @@ def global_statistics(img: np.ndarray) -> dict[str, float]:
         # cast is the light's, not a coloured object's)
         "neutral_share": neutral,
         "cast_share": at_cast,
+        # lateral chromatic aberration: the larger of red's and blue's magnification apart from green, in % (the
+        # fringe at the corners over the half-diagonal); a scale, so read on the copy as on the photo
+        "fringes": (0.0 if is_gray else 100.0 * max(abs(k) for k in fringe_scales(small))) if fringes is None
+        else fringes,
         "is_gray": is_gray,
     }
 
@@ -148,6 +164,8 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     steps = [step for _, step in grids]
     return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
             "impulses": float(np.mean([impulse_share(x) for x in lums])),
+            # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
+            "banding": banding_sigma(lums),
             "sharpness": float(np.mean(sharpness)),
             "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
 
@@ -168,7 +186,7 @@ def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, textu
         crops = texture_crops(img)
     parts: dict[str, Callable[[], dict[str, float]]] = {}  # in the order the statistics are listed
     if "mean_luma" not in raw:
-        parts["global"] = lambda: global_statistics(img)
+        parts["global"] = lambda: global_statistics(img, raw.get("fringes"))
     if texture:
         parts["texture"] = lambda: texture_statistics(crops)
     if iqa:
@@ -187,10 +205,11 @@ def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, textu
 
 
 def image_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None,
-                     pool: Executor | None = None) -> dict[str, float]:
+                     pool: Executor | None = None, known: Mapping[str, float] | None = None) -> dict[str, float]:
     """Raw statistics of a float image (any size): tone and colour on a <=256 px copy, noise and sharpness on
-    native-resolution crops (``crops``, or four taken from ``img`` itself); ``pool`` as for raw_statistics."""
-    return raw_statistics(img, crops, iqa=(), pool=pool)
+    native-resolution crops (``crops``, or four taken from ``img`` itself); ``pool`` and ``known`` as for
+    raw_statistics."""
+    return raw_statistics(img, crops, iqa=(), known=known, pool=pool)
 
 
 def _colourfulness(rgb: np.ndarray) -> float:

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from .metrics import (CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, IMPULSE_LIMIT, METRICS, VEIL_LIMIT,
+from .metrics import (BANDING_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT, METRICS, VEIL_LIMIT,
                       raw_statistics, structure_similarity)
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
@@ -133,7 +133,9 @@ class LearnedScorer(Protocol):
 PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid step in levels"),
              ("chroma", "chroma_noise", 1.0, CHROMA_NOISE_LIMIT, "colour noise"),
              ("veil", "veil", 1.0, VEIL_LIMIT, "veil"),
-             ("impulses", "impulses", 100.0, 100.0 * IMPULSE_LIMIT, "isolated specks, % of pixels"))
+             ("impulses", "impulses", 100.0, 100.0 * IMPULSE_LIMIT, "isolated specks, % of pixels"),
+             ("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal"),
+             ("banding", "banding", 1.0, BANDING_LIMIT, "row banding"))
 
 
 def excess(raw: Mapping[str, float], penalty: str) -> float:
@@ -154,6 +156,8 @@ class RewardConfig:
     chroma: float = 3.0  # penalty per unit of colour noise sigma above CHROMA_NOISE_LIMIT
     veil: float = 3.0  # penalty per unit of veil (the dark channel's floor over the whites) above VEIL_LIMIT
     impulses: float = 0.1  # penalty per percent of pixels standing alone (salt and pepper) above IMPULSE_LIMIT
+    fringes: float = 0.2  # penalty per percent of red-blue misregistration (chromatic aberration) above FRINGE_LIMIT
+    banding: float = 5.0  # penalty per unit of row banding (its sigma) above BANDING_LIMIT
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
@@ -337,7 +341,8 @@ class Reward:
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         similarity = pool.submit(preserved, original, img, as_input) if preserve and pool is not None else None
-        texture = self.compression > 0 or self.chroma > 0 or self.impulses > 0 or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA)
+        texture = (any(getattr(self, name) > 0 for name in ("compression", "chroma", "impulses", "banding"))
+                   or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA))
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
         comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}

@@ -183,6 +183,11 @@ def salt_and_pepper(x, rng):  # specks: dead or hot pixels, dust, a damaged tran
     return y, {"share": p}
 
 
+def row_banding(x, rng):  # a sensor's row noise: each row offset
+    s = _u(rng, 0.01, 0.03)
+    return x + rng.normal(0, s, (x.shape[0], 1, 1)).astype(np.float32), {"sigma": s}
+
+
 def jpeg(x, rng):
     q = int(rng.integers(6, 26))
     return _jpeg(x, q), {"quality": q}
@@ -251,6 +256,19 @@ def motion(x, rng):
 
 # --- over-processing: what an eager auto-enhance does to a good photo ---------------------------
 
+def chromatic_aberration(x, rng):  # red and blue magnified apart from green, about the centre
+    from scipy.ndimage import map_coordinates
+
+    s = _u(rng, 0.004, 0.01)
+    h, w = x.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    out = np.array(x, np.float32)
+    for c, k in ((0, 1 + s), (2, 1 - s)):
+        out[..., c] = map_coordinates(x[..., c], [h / 2 + (yy - h / 2) / k, w / 2 + (xx - w / 2) / k], order=1,
+                                      mode="nearest")
+    return out, {"scale": s}
+
+
 def _registry_tool(name: str, **params):
     from edit_agents.tools import default_registry
 
@@ -311,9 +329,13 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("jpeg", "noise", jpeg, "JPEG at quality 6-25"),
     Family("salt-and-pepper", "noise", salt_and_pepper, "0.5-3% of the pixels set to black or white"),
     Family("correlated-noise", "noise", correlated_noise, "noise of sigma 0.03-0.08 smoothed over 0.6-1 px per channel"),
+    # held out until 2026-11-27, when the remove_banding tool was made for it
+    Family("row-banding", "noise", row_banding, "each row offset by noise of sigma 0.01-0.03"),
     Family("gaussian-blur", "blur", gaussian_blur, "a Gaussian blur of sigma 1-2.5"),
     Family("defocus", "blur", defocus, "a defocus disc of radius 1.8-4.5 px"),
     Family("motion", "blur", motion, "camera shake: a line of 6-15 px at any angle"),
+    # held out until 2026-11-27, when the fix_fringes tool was made for it
+    Family("chromatic-aberration", "blur", chromatic_aberration, "red and blue scaled 0.4-1% apart"),
     Family("over-sharpened", "overdone", over_sharpened, "an unsharp mask of amount 1.5-3"),
     Family("over-local-contrast", "overdone", over_local_contrast, "CLAHE at a clip limit of 0.02-0.05"),
     Family("over-smoothed", "overdone", over_smoothed, "a total-variation denoise of weight 0.06-0.15"),
@@ -322,8 +344,9 @@ GROUPS = ("tone", "colour", "noise", "blur", "combination", "overdone")
 
 # --- held out ---------------------------------------------------------------------------------
 # Families written on 2026-11-27, after every threshold and fit of PhotoAgent so far, and kept apart: nothing may be
-# tuned, fitted or designed on them. Two were among them and moved to FAMILIES above when something was made for them
-# (salt-and-pepper, correlated-noise). bench/photoagent_generalise.py --held-out measures them. Combinations never
+# tuned, fitted or designed on them. Four were among them and moved to FAMILIES above when something was made for them
+# (salt-and-pepper, correlated-noise, chromatic-aberration, row-banding); lens-fringes, pattern-noise and colour-mottle
+# were written when the work on the last two (and on coarse colour noise) began, before anything was run on them. bench/photoagent_generalise.py --held-out measures them. Combinations never
 # draw from them.
 
 def vignette(x, rng):  # corners darkened in linear light, as a lens does
@@ -357,11 +380,6 @@ def cross_process(x, rng):  # a gamma per channel: red lifted, blue lowered
     return np.clip(x, 0, 1) ** np.array([1 - a, 1.0, 1 + a], np.float32), {"spread": a}
 
 
-def row_banding(x, rng):  # a sensor's row noise: each row offset
-    s = _u(rng, 0.01, 0.03)
-    return x + rng.normal(0, s, (x.shape[0], 1, 1)).astype(np.float32), {"sigma": s}
-
-
 def speckle(x, rng):  # multiplicative noise
     s = _u(rng, 0.06, 0.18)
     return x * (1 + rng.normal(0, s, x.shape[:2] + (1,)).astype(np.float32)), {"sigma": s}
@@ -389,17 +407,22 @@ def resample(x, rng):  # made small and blown up again
     return resize(small, (h, w), order=1).astype(np.float32), {"factor": f}
 
 
-def chromatic_aberration(x, rng):  # red and blue magnified apart from green, about the centre
+def lens_fringes(x, rng):  # a lens's lateral colour, another way: red and blue scaled each its own way, more toward the
+    # corners, about a centre off the photo's (written with fix_fringes, before that tool was run on it: held out)
     from scipy.ndimage import map_coordinates
 
-    s = _u(rng, 0.004, 0.01)
     h, w = x.shape[:2]
+    cy, cx = h / 2 * (1 + _u(rng, -0.06, 0.06)), w / 2 * (1 + _u(rng, -0.06, 0.06))
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-    out = np.array(x, np.float32)
-    for c, k in ((0, 1 + s), (2, 1 - s)):
-        out[..., c] = map_coordinates(x[..., c], [h / 2 + (yy - h / 2) / k, w / 2 + (xx - w / 2) / k], order=1,
-                                      mode="nearest")
-    return out, {"scale": s}
+    r2 = ((yy - cy) ** 2 + (xx - cx) ** 2) / (0.25 * (h * h + w * w))
+    out, params = np.array(x, np.float32), {}
+    for c, name in ((0, "red"), (2, "blue")):
+        a = _u(rng, 0.002, 0.007) * float(rng.choice((-1, 1)))
+        b = a * _u(rng, 0.0, 1.0)  # the scale grows toward the corners
+        k = 1 + a + b * r2
+        out[..., c] = map_coordinates(x[..., c], [cy + (yy - cy) / k, cx + (xx - cx) / k], order=1, mode="nearest")
+        params[name], params[name + "_corner"] = a, a + b
+    return out, params
 
 
 def display_gain_dark(x, rng):  # darkened in display values, not in linear light
@@ -441,6 +464,24 @@ def chroma_blotches(x, rng):  # colour noise smoothed over 3 px: blotches, the l
     return x + n * (s / max(float(n.std()), 1e-6)), {"sigma": s}
 
 
+def pattern_noise(x, rng):  # a sensor's fixed pattern, another way: rows and columns offset, each channel its own, in
+    # linear light (written on 2026-11-27 before anything was made for row banding, to be held out from it)
+    h, w = x.shape[:2]
+    s = _u(rng, 0.004, 0.012)
+    lin = to_linear(x) + rng.normal(0, s, (h, 1, 3)).astype(np.float32) + rng.normal(0, s / 2, (1, w, 3)).astype(np.float32)
+    return to_srgb(np.clip(lin, 0, 1)), {"sigma": s}
+
+
+def colour_mottle(x, rng):  # a phone's noise reduction leaving colour in coarse mottles: box-shaped, in linear light
+    # (written on 2026-11-27 before coarse colour noise was worked on, to be held out from it)
+    from scipy.ndimage import uniform_filter
+
+    k, s = int(rng.integers(4, 10)), _u(rng, 0.02, 0.05)
+    n = uniform_filter(rng.normal(0, 1, x.shape).astype(np.float32), size=(k, k, 1), mode="reflect")
+    n -= _luma(n)
+    return to_srgb(np.clip(to_linear(x) + n * (s / max(float(n.std()), 1e-6)), 0, 1)), {"size": k, "sigma": s}
+
+
 def jpeg_twice(x, rng):  # saved twice at middling quality
     q = int(rng.integers(30, 50))
     return _jpeg(_jpeg(x, q), q), {"quality": q}
@@ -469,18 +510,22 @@ HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("haze", "tone", haze, "a bright bluish airlight, 20-50% of the light"),
     Family("split-tone", "colour", split_tone, "shadows blue, highlights orange, by 0.04-0.1"),
     Family("cross-process", "colour", cross_process, "red and blue gammas 0.7-0.88 and 1.12-1.3"),
-    Family("row-banding", "noise", row_banding, "each row offset by noise of sigma 0.01-0.03"),
     Family("speckle", "noise", speckle, "multiplicative noise of sigma 0.06-0.18"),
     Family("posterise", "noise", posterise, "3-5 bits a channel"),
     Family("box-blur", "blur", box_blur, "a box blur of 3-7 px"),
     Family("resample", "blur", resample, "shrunk 2.5-4x and blown up again"),
-    Family("chromatic-aberration", "blur", chromatic_aberration, "red and blue scaled 0.4-1% apart"),
+    Family("lens-fringes", "blur", lens_fringes, "red and blue scaled 0.2-0.7% apart at the centre, up to twice at "
+           "the corners, either way, about a centre up to 6% off"),
     Family("display-gain-dark", "tone", display_gain_dark, "a gain of 0.45-0.75 on the display values"),
     Family("display-gain-bright", "tone", display_gain_bright, "a gain of 1.2-1.5 on the display values, clipped"),
     Family("flat-linear", "tone", flat_linear, "contrast cut to 40-70% in linear light"),
     Family("colour-matrix", "colour", colour_matrix, "8-20% of each channel taken from the next"),
     Family("washed-colour-linear", "colour", washed_colour_linear, "saturation cut to 30-60% in linear light"),
     Family("chroma-blotches", "noise", chroma_blotches, "colour noise of sigma 0.03-0.07 smoothed over 3 px"),
+    Family("pattern-noise", "noise", pattern_noise, "rows offset by 0.004-0.012 and columns by half that, each "
+           "channel its own, in linear light"),
+    Family("colour-mottle", "noise", colour_mottle, "colour noise of sigma 0.02-0.05 in linear light, box-smoothed "
+           "over 4-9 px"),
     Family("jpeg-twice", "noise", jpeg_twice, "JPEG at quality 30-49, twice"),
     Family("anisotropic-blur", "blur", anisotropic_blur, "a Gaussian of sigma 1.5-3 one way, 0.3-1 the other"),
     Family("hexagonal-defocus", "blur", hexagonal_defocus, "a hexagonal aperture of radius 2-4 px"),

@@ -106,6 +106,12 @@ class ToolSpec:
     pins: Callable[[np.ndarray, Mapping[str, Any]], dict[str, Any]] | None = field(default=None, compare=False,
                                                                                   repr=False)
     pixel_pins: tuple[str, ...] = ()
+    # the pins hold a place in the image (centre_x, centre_y, pixels): a crop of it gets them moved by its own corner
+    # (pins_in_crop), as a lens's centre is a place in the photo, not in each crop
+    placed: bool = False
+    # the tool moves pixels (the geometry) or one colour channel against another: what is measured of where things
+    # are (a lens's colour fringes) is read again after it, while every other classic edit leaves that as it was
+    moves_pixels: bool = False
     # tools that would work against this one's result, so a plan does not follow it with them (a sharpen or a
     # deconvolution after a deblock brings the blocks back and reads the lost detail as blur)
     conflicts: tuple[str, ...] = ()
@@ -156,6 +162,17 @@ class ToolSpec:
     def pins_at_scale(self, pins: Mapping[str, Any], scale: float) -> dict[str, Any]:
         """``pins`` for an image ``scale`` times the size of the one they were measured on."""
         return {k: v * scale if k in self.pixel_pins else v for k, v in pins.items()}
+
+    def pins_in_crop(self, pins: Mapping[str, Any], x0: int, y0: int) -> dict[str, Any]:
+        """``pins`` for the crop of the image whose top-left corner is at (x0, y0) (a placed tool's centre moves)."""
+        if not self.placed:
+            return dict(pins)
+        out = dict(pins)
+        if "centre_x" in out:
+            out["centre_x"] = out["centre_x"] - x0
+        if "centre_y" in out:
+            out["centre_y"] = out["centre_y"] - y0
+        return out
 
     def manual(self) -> str:
         lines = [f"Tool {self.name}: {self.description}", self.purpose,

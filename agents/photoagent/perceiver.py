@@ -20,7 +20,8 @@ from .. import schemas
 from ..brain import Brain, BrainRequest, close_brains, run_blocking
 from ..records import ToolCall
 from ..reward import excess
-from ..metrics import CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, IMPULSE_LIMIT, VEIL_LIMIT, image_statistics
+from ..metrics import (BANDING_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT, VEIL_LIMIT,
+                       image_statistics)
 from ..roles import Where, ask, prompt
 from ..trace import Trace
 
@@ -123,6 +124,14 @@ def _at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> li
     return [ToolCall(tool, {**fixed, param: round(float(v), 3)}, why) for v in values]
 
 
+def _penalised(stats: Mapping[str, float], penalty: str, check: str, limit: float, why: str, tool: str, param: str,
+               values: Iterable[float]) -> tuple[Finding, list[ToolCall]]:
+    """A finding on a defect that the reward penalises past a clean limit (reward.PENALTIES; the statistic has the
+    penalty's name): the reward's own verdict, and the tool that takes the defect out."""
+    found = excess(stats, penalty) > 0
+    return Finding(check, stats.get(penalty, 0.0), limit, found, why), (_at(tool, param, values, why) if found else [])
+
+
 def _full_range(span: float, clips: Iterable[float], why: str) -> list[ToolCall]:
     """Auto levels (the tonal span mapped to 0..1), only where that is at most MAX_STRETCH times the span."""
     return _at("auto_levels", "clip_percent", clips, why) if span * MAX_STRETCH >= 1.0 else []
@@ -195,6 +204,10 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         out.append((Finding("over-saturation", spread, OVER_COLOURFUL, garish, why),
                     _at("saturation", "amount", amounts, why) if garish else []))
 
+        why = (f"red and blue magnified apart from green by {stats.get('fringes', 0.0):.2f}% of the half-diagonal, alike "
+               f"in all four quarters (limit {FRINGE_LIMIT}%: colour fringes from the lens, widening toward the corners)")
+        out.append(_penalised(stats, "fringes", "colour fringes", FRINGE_LIMIT, why, "fix_fringes", "strength", (1.0,)))
+
         direction = cast_direction(stats)
         limit = CAST_LIMIT[direction]
         cast = stats["colour_cast"]
@@ -219,15 +232,20 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         out.append((Finding("colour cast", cast, limit, found, why), calls))
 
     if "noise_sigma" in stats:
-        specks = stats.get("impulses", 0.0)
-        speckled = excess(stats, "impulses") > 0  # the reward's own verdict
-        why = (f"{specks:.2%} of pixels stand alone, past all eight neighbours (limit {IMPULSE_LIMIT:.2%}: salt and "
-               f"pepper, dead pixels or dust)")
-        out.append((Finding("impulse noise", specks, IMPULSE_LIMIT, speckled, why),
-                    _at("remove_impulses", "threshold", (0.2, 0.35), why) if speckled else []))
+        why = (f"{stats.get('impulses', 0.0):.2%} of pixels stand alone, past all eight neighbours (limit "
+               f"{IMPULSE_LIMIT:.2%}: salt and pepper, dead pixels or dust)")
+        out.append(_penalised(stats, "impulses", "impulse noise", IMPULSE_LIMIT, why, "remove_impulses", "threshold",
+                              (0.2, 0.35)))
+        speckled = out[-1][0].defect
+        why = (f"rows offset each on its own by {stats.get('banding', 0.0):.4f}, alike in two places along them (limit "
+               f"{BANDING_LIMIT}: a sensor's banding)")
+        out.append(_penalised(stats, "banding", "banding", BANDING_LIMIT, why, "remove_banding", "strength", (1.0,)))
+        banded = out[-1][0].defect
         sigma = stats["noise_sigma"]
-        noisy = sigma > NOISE_SIGMA
-        why = f"noise sigma {sigma:.4f} at native resolution (limit {NOISE_SIGMA})"
+        # banding reads as noise too: it is taken out first, and the noise read again on the photo without it
+        noisy = sigma > NOISE_SIGMA and not banded
+        why = (f"noise sigma {sigma:.4f} at native resolution (limit {NOISE_SIGMA})"
+               + ("; not counted while the rows are banded, which it includes" if banded and sigma > NOISE_SIGMA else ""))
         strength = min(1.0, sigma / 0.04)
         calls = _at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
         out.append((Finding("noise", sigma, NOISE_SIGMA, noisy, why), calls))
