@@ -339,3 +339,13 @@ def test_lines_of_the_photo_itself_are_not_banding():
     patch = ramp.copy()
     patch[:, :60] += np.random.default_rng(1).normal(0, 0.03, (256, 1, 1)).astype(np.float32)
     assert measured(patch) < BANDING_LIMIT / 4
+
+
+def test_a_photo_cropped_off_centre_is_not_scaled_about_the_wrong_point(photos):
+    """The lens's centre is taken to be the photo's: cropped off-centre, the quarters read different scales and the
+    photo is left alone; cropped about the centre, the scale is read as before."""
+    from edit_agents.tools.restore import fringe_scales
+
+    bad = fringed(photos["astronaut"], 0.008, -0.006)
+    assert fringe_scales(bad[:300, :300]) == (0.0, 0.0)
+    assert fringe_scales(bad[106:406, 106:406]) == pytest.approx((0.008, -0.006), abs=0.0015)
