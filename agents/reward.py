@@ -26,8 +26,8 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from .metrics import (BANDING_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT, METRICS, VEIL_LIMIT,
-                      raw_statistics, structure_similarity)
+from .metrics import (BANDING_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT,
+                      METRICS, VEIL_LIMIT, raw_statistics, structure_similarity)
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 

@@ -47,6 +47,30 @@ def perceive(img):
     return RulePerceiver().perceive(image_statistics(img, crops), 8, default_registry().names(), crops=crops)
 
 
+def found_scored_and_removed(img, bad, check, tool, margin=0.0):
+    """The perceiver finds ``check`` on ``bad`` and not on ``img`` and proposes ``tool``; the reward scores ``bad``
+    more than ``margin`` below ``img``; the search keeps ``tool``. Returns the finding and a function giving a
+    result's SSIM to ``img`` with the search's result."""
+    from skimage.metrics import structural_similarity
+
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    seen = perceive(bad)
+    finding = next(f for f in seen.findings if f.check == check)
+    assert finding.defect, finding.line()
+    assert tool in {a.tool for a in seen.actions}
+    assert not next(f for f in perceive(img).findings if f.check == check).defect
+    reward = Reward()
+    assert reward.score(bad).total < reward.score(img).total - margin  # the reward sees it too
+    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), reward)
+    assert tool in {a.tool for a in result.actions}, result.actions
+
+    def ssim(a):
+        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    return finding, seen, ssim, result
+
+
 def test_jpeg_blocks_are_seen_and_deblocked(photos):
     img = np.ascontiguousarray(resize_longest(photos["coffee"], 512))
     bad, case = make(img, "coffee", "jpeg", 0)
@@ -339,27 +363,12 @@ def test_coloured_things_on_grey_are_not_a_cast_and_a_cast_moves_the_grey(photos
 # --- impulse noise: salt and pepper, dead pixels, dust ----------------------------------------------------------
 
 def test_specks_are_seen_scored_and_removed_by_the_search(photos):
-    from skimage.metrics import structural_similarity
-
-    from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
-
     img = np.ascontiguousarray(resize_longest(photos["coffee"], 384))
     hit = np.random.default_rng(3).random(img.shape[:2])  # made here: not one of bench/defects.py's families
     bad = img.copy()
     bad[hit < 0.008], bad[hit > 0.992] = 0.0, 1.0
-    seen = perceive(bad)
-    finding = next(f for f in seen.findings if f.check == "impulse noise")
-    assert finding.defect and "stand alone" in finding.reason
-    assert "remove_impulses" in {a.tool for a in seen.actions} and "sharpen" not in {a.tool for a in seen.actions}
-    assert not next(f for f in perceive(img).findings if f.check == "impulse noise").defect
-    reward = Reward()
-    assert reward.score(bad).total < reward.score(img).total  # the reward sees them too
-    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), reward)
-    assert "remove_impulses" in {a.tool for a in result.actions}, result.actions
-
-    def ssim(a):
-        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    finding, seen, ssim, result = found_scored_and_removed(img, bad, "impulse noise", "remove_impulses")
+    assert "stand alone" in finding.reason and "sharpen" not in {a.tool for a in seen.actions}
     assert ssim(result.image) > ssim(bad) + 0.15
 
 
@@ -397,10 +406,6 @@ def test_noise_smoothed_over_a_pixel_shows_in_its_colour_and_is_removed(photos):
 
 def test_colour_fringes_are_seen_scored_and_fixed_by_the_search(photos):
     from scipy import ndimage
-    from skimage.metrics import structural_similarity
-
-    from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
 
     img = np.ascontiguousarray(resize_longest(photos["chelsea"], 384))
     h, w = img.shape[:2]
@@ -411,40 +416,17 @@ def test_colour_fringes_are_seen_scored_and_fixed_by_the_search(photos):
                                                               (w - 1) / 2 + (xx - (w - 1) / 2) / (1 + k)], order=3,
                                                mode="nearest")
     bad = np.clip(bad, 0, 1).astype(np.float32)
-    finding = next(f for f in perceive(bad).findings if f.check == "colour fringes")
-    assert finding.defect and finding.value == pytest.approx(0.6, abs=0.1)
-    assert "fix_fringes" in {a.tool for a in perceive(bad).actions}
-    assert not next(f for f in perceive(img).findings if f.check == "colour fringes").defect
-    reward = Reward()
-    assert reward.score(bad).total < reward.score(img).total - 0.03  # the reward sees them too
-    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), reward)
-    assert "fix_fringes" in {a.tool for a in result.actions}, result.actions
-
-    def ssim(a):
-        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    finding, _, ssim, result = found_scored_and_removed(img, bad, "colour fringes", "fix_fringes", margin=0.03)
+    assert finding.value == pytest.approx(0.6, abs=0.1)
     assert ssim(result.image) > max(0.99, ssim(bad) + 0.015)
 
 
 # --- a sensor's row banding ---------------------------------------------------------------------------------------
 
 def test_row_banding_is_seen_scored_and_removed_by_the_search(photos):
-    from skimage.metrics import structural_similarity
-
-    from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
-
     img = np.ascontiguousarray(resize_longest(photos["rocket"], 384))
     rows = np.random.default_rng(7).normal(0, 0.018, (img.shape[0], 1, 1))  # made here, not by bench/defects.py
     bad = np.clip(img + rows, 0, 1).astype(np.float32)
-    finding = next(f for f in perceive(bad).findings if f.check == "banding")
-    assert finding.defect and finding.value == pytest.approx(0.018, rel=0.35)
-    assert "remove_banding" in {a.tool for a in perceive(bad).actions}
-    assert not next(f for f in perceive(img).findings if f.check == "banding").defect
-    reward = Reward()
-    assert reward.score(bad).total < reward.score(img).total - 0.01  # the reward sees it too
-    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), reward)
-    assert "remove_banding" in {a.tool for a in result.actions}, result.actions
-
-    def ssim(a):
-        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    finding, _, ssim, result = found_scored_and_removed(img, bad, "banding", "remove_banding", margin=0.01)
+    assert finding.value == pytest.approx(0.018, rel=0.35)
     assert ssim(result.image) > ssim(bad) + 0.05

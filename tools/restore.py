@@ -1,5 +1,5 @@
 """Restoration tools: undo what a camera or a codec did (JPEG blocks, defocus and motion blur, impulse noise, colour
-fringes from a lens).
+fringes from a lens, a sensor's row banding).
 
 Each measures the defect on the photo itself (the JPEG grid, the blur kernel), so the perceiver can read the
 same measures (``blockiness``, ``estimate_blur``) and the reward can check an edit for halos (``overshoot``).
@@ -615,8 +615,8 @@ def fringe_scales(img: np.ndarray) -> tuple[float, float]:
     0.01: the red edges sit 1% of the half-diagonal further out at the corners). Read on a copy at most FRINGE_SIDE
     long, at the strongest green edges away from the centre, where a scale shows, in each quarter (_lens_scale).
     (0, 0) for a grey image."""
-    rgb = to_rgb(img)
-    if rgb.shape[2] < 3 or min(rgb.shape[:2]) < 32:
+    rgb = to_rgb(img)  # a grey image comes back with three equal channels, and reads (0, 0) below
+    if min(rgb.shape[:2]) < 32:
         return 0.0, 0.0
     small = np.asarray(resize_longest(rgb, FRINGE_SIDE), np.float32)
     if float(np.abs(small[..., 0] - small[..., 1]).max()) + float(np.abs(small[..., 2] - small[..., 1]).max()) < 1e-6:
@@ -671,8 +671,7 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
     centre (the photo's centre), by the scales measured on the photo (``fringe_scales``) unless given. ``red``,
     ``blue``, ``centre_x``, ``centre_y``: what was measured on the whole photo, so a crop of it is treated as part of
     it (the centre in the crop's pixels)."""
-    color = img[:, :, :3] if img.shape[2] >= 3 else img
-    if color.shape[2] < 3:
+    if img.shape[2] < 3:
         return ToolOutput(img.copy(), ["a grey photo has no colour fringes; unchanged"])
     if red is None or blue is None:
         red, blue = fringe_scales(img)
