@@ -88,6 +88,14 @@ FRINGE_LIMIT = 0.3
 # and each on its own; tools/restore.banding_sigma): at most 0.0013 on the project's clean
 # photos and 0.0039 on every other family of the defect space (I06 over-contrasted by CLAHE). Never intent.
 BANDING_LIMIT = 0.008
+# Colour blotches (texture_statistics' chroma_blotches: colour noise coarser than a pixel or two, which a phone's noise
+# reduction or a smoothed raw leaves; _chroma_blotches): at most 0.0082 on the project's clean photos and 0.0163 on every
+# family of the defect space but the noise families (an S-curve on chelsea; clipped highlights, chromatic aberration
+# and over-saturation 0.0155-0.0158); the coarse-chroma family (colour noise of sigma 0.02-0.06 on a 3-8 px grid) reads
+# 0.0156-0.047. Set from the clean and the other families, not from the blotched ones. Never intent.
+BLOTCH_LIMIT = 0.017
+BLOTCH_BLOCK = 4  # px: the blotches are read on the means of 4x4 blocks, where fine noise has gone
+BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along one line
 VEIL_PATCH = 15
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
@@ -156,13 +164,15 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
         by_size.setdefault(x.shape, []).append(x)
     noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
     # colour noise on red minus blue, where luminance detail mostly cancels
-    chroma = [_chroma_noise(c) for c in crops if c.ndim == 3 and c.shape[2] >= 3 and min(c.shape[:2]) >= 3] or [0.0]
+    colour = [c for c in crops if c.ndim == 3 and c.shape[2] >= 3]
+    chroma = [_chroma_noise(c) for c in colour if min(c.shape[:2]) >= 3] or [0.0]
     sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
     # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
     grids = [grid_measures(x) for x in lums]
     blocks = [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)]
     steps = [step for _, step in grids]
     return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
+            "chroma_blotches": float(np.median([_chroma_blotches(c) for c in colour] or [0.0])),
             "impulses": float(np.mean([impulse_share(x) for x in lums])),
             # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
             "banding": banding_sigma(lums),
@@ -247,6 +257,29 @@ def _binned(crop: np.ndarray) -> np.ndarray:
     h, w = crop.shape[0] // 2 * 2, crop.shape[1] // 2 * 2
     c = crop[:h, :w].astype(np.float32)
     return 0.25 * (c[0::2, 0::2] + c[1::2, 0::2] + c[0::2, 1::2] + c[1::2, 1::2])
+
+
+def _chroma_blotches(crop: np.ndarray) -> float:
+    """Colour that varies two ways at once, at the scale of 4x4 blocks: the smaller spread of the colour differences
+    (red and blue minus the luminance) in each 5x5-block neighbourhood, its median over the crop. In a photo the colours
+    of a small neighbourhood lie along one line (Omer and Werman's colour lines): an edge between two colours, a shade
+    of one, and a saturation or tone change keeps them on a line. Colour noise spreads them both ways, wherever it is;
+    texture, sharpening and strong colour do not."""
+    b, win = BLOTCH_BLOCK, BLOTCH_WINDOW
+    h, w = crop.shape[0] // b, crop.shape[1] // b
+    if crop.ndim < 3 or crop.shape[2] < 3 or min(h, w) < win:
+        return 0.0
+    # block means by strided sums, rows then columns: several times faster than a mean over reshaped axes
+    rows = sum(crop[k:h * b:b, :w * b, :3] for k in range(b))
+    blocks = sum(rows[:, k::b] for k in range(b)).astype(np.float64) / (b * b)
+    lum = luminance(blocks)
+    u, v = blocks[..., 0] - lum, blocks[..., 2] - lum
+    local = [ndimage.uniform_filter(x, win) for x in (u, v, u * u, v * v, u * v)]
+    cut = (slice(win // 2, h - win // 2), slice(win // 2, w - win // 2))  # whole neighbourhoods only
+    mu, mv, uu, vv, uv = (x[cut] for x in local)
+    a, c, cross = uu - mu * mu, vv - mv * mv, uv - mu * mv
+    minor = (a + c) / 2 - np.sqrt(((a - c) / 2) ** 2 + cross ** 2)  # the smaller eigenvalue of each 2x2 covariance
+    return float(math.sqrt(max(float(np.median(minor)), 0.0)))
 
 
 def _chroma_noise(crop: np.ndarray) -> float:

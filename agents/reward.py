@@ -26,8 +26,8 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from .metrics import (BANDING_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT,
-                      METRICS, VEIL_LIMIT, raw_statistics, structure_similarity)
+from .metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT,
+                      IMPULSE_LIMIT, METRICS, VEIL_LIMIT, raw_statistics, structure_similarity)
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
@@ -135,7 +135,8 @@ PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid ste
              ("veil", "veil", 1.0, VEIL_LIMIT, "veil"),
              ("impulses", "impulses", 100.0, 100.0 * IMPULSE_LIMIT, "isolated specks, % of pixels"),
              ("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal"),
-             ("banding", "banding", 1.0, BANDING_LIMIT, "row banding"))
+             ("banding", "banding", 1.0, BANDING_LIMIT, "row banding"),
+             ("blotches", "chroma_blotches", 1.0, BLOTCH_LIMIT, "colour blotches"))
 
 
 def excess(raw: Mapping[str, float], penalty: str) -> float:
@@ -158,6 +159,7 @@ class RewardConfig:
     impulses: float = 0.1  # penalty per percent of pixels standing alone (salt and pepper) above IMPULSE_LIMIT
     fringes: float = 0.2  # penalty per percent of red-blue misregistration (chromatic aberration) above FRINGE_LIMIT
     banding: float = 5.0  # penalty per unit of row banding (its sigma) above BANDING_LIMIT
+    blotches: float = 3.0  # penalty per unit of coarse colour noise (its sigma on 4x4 blocks) above BLOTCH_LIMIT
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):

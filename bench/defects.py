@@ -175,6 +175,19 @@ def correlated_noise(x, rng):  # a camera's noise after demosaicing: per channel
     return x + n * (s / max(float(n.std()), 1e-6)), {"sigma": s, "smoothing": blur}
 
 
+def coarse_chroma(x, rng):  # colour noise on a grid 3-8 px apart, blown up smoothly: a phone's colour noise once its
+    # noise reduction has taken the fine grain (written on 2026-11-27 for the work on coarse colour noise, which is
+    # tuned on it; chroma-blotches and colour-mottle stay held out from that work)
+    from scipy.ndimage import zoom
+
+    h, w = x.shape[:2]
+    step, s = int(rng.integers(3, 9)), _u(rng, 0.02, 0.06)
+    grid = rng.normal(0, 1, (h // step + 2, w // step + 2, 3)).astype(np.float32)
+    n = zoom(grid, (step, step, 1), order=1)[:h, :w]
+    n -= _luma(n)
+    return x + n * (s / max(float(n.std()), 1e-6)), {"step": step, "sigma": s}
+
+
 def salt_and_pepper(x, rng):  # specks: dead or hot pixels, dust, a damaged transmission
     p = _u(rng, 0.005, 0.03)
     hit = rng.random(x.shape[:2])
@@ -327,6 +340,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("poisson-gaussian", "noise", poisson_gaussian, "shot and read noise in linear light"),
     Family("chroma-noise", "noise", chroma_noise, "colour noise of sigma 0.03-0.08, the luminance untouched"),
     Family("jpeg", "noise", jpeg, "JPEG at quality 6-25"),
+    Family("coarse-chroma", "noise", coarse_chroma, "colour noise of sigma 0.02-0.06 on a grid 3-8 px apart, blown "
+           "up bilinearly, the luminance untouched"),
     Family("salt-and-pepper", "noise", salt_and_pepper, "0.5-3% of the pixels set to black or white"),
     Family("correlated-noise", "noise", correlated_noise, "noise of sigma 0.03-0.08 smoothed over 0.6-1 px per channel"),
     # held out until 2026-11-27, when the remove_banding tool was made for it

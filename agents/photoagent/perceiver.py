@@ -20,7 +20,7 @@ from .. import schemas
 from ..brain import Brain, BrainRequest, close_brains, run_blocking
 from ..records import ToolCall
 from ..reward import excess
-from ..metrics import (BANDING_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT, VEIL_LIMIT,
+from ..metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT, VEIL_LIMIT,
                        image_statistics)
 from ..roles import Where, ask, prompt
 from ..trace import Trace
@@ -125,11 +125,12 @@ def _at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> li
 
 
 def _penalised(stats: Mapping[str, float], penalty: str, check: str, limit: float, why: str, tool: str, param: str,
-               values: Iterable[float]) -> tuple[Finding, list[ToolCall]]:
-    """A finding on a defect that the reward penalises past a clean limit (reward.PENALTIES; the statistic has the
-    penalty's name): the reward's own verdict, and the tool that takes the defect out."""
+               values: Iterable[float], statistic: str = "", **fixed) -> tuple[Finding, list[ToolCall]]:
+    """A finding on a defect that the reward penalises past a clean limit (reward.PENALTIES; ``statistic``: its raw
+    statistic, when not named as the penalty): the reward's own verdict, and the tool that takes the defect out."""
     found = excess(stats, penalty) > 0
-    return Finding(check, stats.get(penalty, 0.0), limit, found, why), (_at(tool, param, values, why) if found else [])
+    return (Finding(check, stats.get(statistic or penalty, 0.0), limit, found, why),
+            _at(tool, param, values, why, **fixed) if found else [])
 
 
 def _full_range(span: float, clips: Iterable[float], why: str) -> list[ToolCall]:
@@ -255,6 +256,14 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             why = f"colour noise sigma {chroma:.4f} (red minus blue, at native resolution; limit {CHROMA_NOISE_LIMIT})"
             out.append((Finding("colour noise", chroma, CHROMA_NOISE_LIMIT, speckled, why),
                         _at("chroma_denoise", "strength", (0.6, 1.0), why, radius=3.0) if speckled else []))
+            # colour noise coarser than a pixel or two hardly shows at the pixels: read on 4x4 blocks, and smoothed
+            # over a wider radius
+            why = (f"colour spread two ways at once over 4x4 blocks, sigma {stats.get('chroma_blotches', 0.0):.4f} "
+                   f"(limit {BLOTCH_LIMIT}: colour blotches, which a photo's own colours, lying along one line in "
+                   "each small neighbourhood, do not make)")
+            out.append(_penalised(stats, "blotches", "colour blotches", BLOTCH_LIMIT, why, "chroma_denoise", "radius",
+                                  (5.0, 8.0), statistic="chroma_blotches", strength=1.0))
+            speckled = speckled or out[-1][0].defect  # a deconvolution or a sharpen would make blotches worse too
         blocks, step = stats.get("blockiness", 1.0), stats.get("grid_step", 0.0) * 255
         blocky = blocks > BLOCKY and step > GRID_STEP
         why = (f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY}), "
@@ -333,7 +342,9 @@ class RulePerceiver(_Perceiver):
         findings, per_defect = [], []
         # the kernel is estimated only for a photo that is not noisy (noise hides it), and only when deconvolve may be
         # used; whatever its fine detail reads, since a motion blur can leave that looking sharp
-        measure = "deconvolve" in allowed and stats.get("noise_sigma", 0.0) <= NOISE_SIGMA
+        # (nor blotchy: smooth colour blotches put lines of their own in the cepstrum)
+        measure = ("deconvolve" in allowed and stats.get("noise_sigma", 0.0) <= NOISE_SIGMA
+                   and excess(stats, "blotches") == 0)
         blur = (kernel() if kernel is not None else estimate_kernel(crops)) if measure else None
         for finding, calls in _diagnose(stats, scene, blur):
             findings.append(finding)
