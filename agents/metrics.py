@@ -17,7 +17,7 @@ from scipy import ndimage
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, neutral_evidence, per_plane,
                               resize, resize_longest, sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import banding_sigma, fringe_scales, grid_measures, impulse_share
+from ..tools.restore import banding_sigma, fringe_scales, grid_measures, impulse_share, level_step
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,12 @@ BANDING_LIMIT = 0.008
 # and over-saturation 0.0155-0.0158); the coarse-chroma family (colour noise of sigma 0.02-0.06 on a 3-8 px grid) reads
 # 0.0156-0.047. Set from the clean and the other families, not from the blotched ones. Never intent.
 BLOTCH_LIMIT = 0.017
+# Posterisation (texture_statistics' level_step: the typical step between the levels the green channel uses, in 8-bit
+# levels; tools/restore.level_step): at most 1.0 on the project's clean photos (an 8-bit file uses every level of its
+# range) and 1.74 on every other family of the defect space (an S-curve stretching a flat brick); the quantised-linear
+# family (16-48 levels a channel in linear light) reads 3.6-19.9. Seldom intent: a poster look made on purpose keeps
+# its flat areas when smoothed, since the tool holds each pixel within its own level's step.
+STEP_LIMIT = 2.5
 BLOTCH_BLOCK = 4  # px: the blotches are read on the means of 4x4 blocks, where fine noise has gone
 BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along one line
 VEIL_PATCH = 15
@@ -173,6 +179,9 @@ def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     steps = [step for _, step in grids]
     return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
             "chroma_blotches": float(np.median([_chroma_blotches(c) for c in colour] or [0.0])),
+            # green alone (or the grey): a posterised photo has too few levels in every channel
+            "level_step": float(np.median([level_step(c[:, :, min(1, c.shape[2] - 1)] if c.ndim == 3 else c)
+                                           for c in crops])),
             "impulses": float(np.mean([impulse_share(x) for x in lums])),
             # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
             "banding": banding_sigma(lums),

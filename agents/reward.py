@@ -27,7 +27,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from .metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT,
-                      IMPULSE_LIMIT, METRICS, VEIL_LIMIT, raw_statistics, structure_similarity)
+                      IMPULSE_LIMIT, METRICS, STEP_LIMIT, VEIL_LIMIT, raw_statistics, structure_similarity)
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
@@ -136,7 +136,8 @@ PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid ste
              ("impulses", "impulses", 100.0, 100.0 * IMPULSE_LIMIT, "isolated specks, % of pixels"),
              ("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal"),
              ("banding", "banding", 1.0, BANDING_LIMIT, "row banding"),
-             ("blotches", "chroma_blotches", 1.0, BLOTCH_LIMIT, "colour blotches"))
+             ("blotches", "chroma_blotches", 1.0, BLOTCH_LIMIT, "colour blotches"),
+             ("posterisation", "level_step", 1.0, STEP_LIMIT, "posterisation, step between levels in 8-bit levels"))
 
 
 def excess(raw: Mapping[str, float], penalty: str) -> float:
@@ -160,6 +161,7 @@ class RewardConfig:
     fringes: float = 0.2  # penalty per percent of red-blue misregistration (chromatic aberration) above FRINGE_LIMIT
     banding: float = 5.0  # penalty per unit of row banding (its sigma) above BANDING_LIMIT
     blotches: float = 3.0  # penalty per unit of coarse colour noise (its sigma on 4x4 blocks) above BLOTCH_LIMIT
+    posterisation: float = 0.005  # penalty per 8-bit level of step between the levels a photo uses above STEP_LIMIT
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):

@@ -201,6 +201,13 @@ def row_banding(x, rng):  # a sensor's row noise: each row offset
     return x + rng.normal(0, s, (x.shape[0], 1, 1)).astype(np.float32), {"sigma": s}
 
 
+def quantised_linear(x, rng):  # too few levels in linear light: 16-48 a channel, so the steps are wide in the shadows
+    # and narrow in the highlights (written on 2026-11-27 for the work on posterisation, which is tuned on it; posterise
+    # stays held out from that work)
+    n = int(rng.integers(16, 49))
+    return to_srgb(np.round(to_linear(np.clip(x, 0, 1)) * n) / n), {"levels": n}
+
+
 def jpeg(x, rng):
     q = int(rng.integers(6, 26))
     return _jpeg(x, q), {"quality": q}
@@ -340,6 +347,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("poisson-gaussian", "noise", poisson_gaussian, "shot and read noise in linear light"),
     Family("chroma-noise", "noise", chroma_noise, "colour noise of sigma 0.03-0.08, the luminance untouched"),
     Family("jpeg", "noise", jpeg, "JPEG at quality 6-25"),
+    Family("quantised-linear", "noise", quantised_linear, "16-48 levels a channel in linear light"),
     Family("coarse-chroma", "noise", coarse_chroma, "colour noise of sigma 0.02-0.06 on a grid 3-8 px apart, blown "
            "up bilinearly, the luminance untouched"),
     Family("salt-and-pepper", "noise", salt_and_pepper, "0.5-3% of the pixels set to black or white"),

@@ -492,3 +492,21 @@ def test_a_photos_own_colours_do_not_read_as_blotches(photos):
     edge = np.where((xx > 0.5)[..., None], [0.9, 0.2, 0.1], [0.1, 0.4, 0.8])
     for pattern in (ramp, edge):
         assert _blotches(pattern.astype(np.float32)) < 1e-3
+
+
+# --- posterisation: too few levels -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, levels", [("rocket", 24), ("coffee", 16)])
+def test_posterisation_is_seen_scored_and_smoothed_by_the_search(photos, name, levels):
+    """Each channel quantised here to ``levels`` on a curve (a square root: wider steps in the highlights), not by
+    bench/defects.py."""
+    from edit_agents.agents.metrics import STEP_LIMIT
+
+    img = np.clip(resize_longest(photos[name], 384), 0, 1).astype(np.float32)
+    bad = (np.round(np.sqrt(img) * (levels - 1)) / (levels - 1)) ** 2
+    bad = bad.astype(np.float32)
+    finding, _, ssim, result = found_scored_and_removed(img, bad, "posterisation", "deband", margin=0.005)
+    assert finding.value > 2 * STEP_LIMIT
+    assert image_statistics(result.image)["level_step"] < STEP_LIMIT
+    assert ssim(result.image) > ssim(bad) + 0.01
+    assert not {"sharpen", "deconvolve"} & {a.tool for a in result.actions}  # they would steepen the steps again

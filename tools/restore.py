@@ -755,6 +755,65 @@ def remove_banding(img, strength=1.0):
     return ToolOutput(on_color(f)(img), [f"row offsets removed (strength {strength:g})"])
 
 
+# --- too few levels: posterisation ------------------------------------------------------------------------------
+
+LEVEL_GRID = 4095  # values are read on a grid 16 times finer than 8 bits: a step of one 8-bit level spans 16 of it
+
+
+def _levels(plane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A plane's values on LEVEL_GRID and the sorted levels it uses (a count per grid point, not a sort: fast)."""
+    grid = np.clip(np.rint(np.asarray(plane, np.float32) * LEVEL_GRID), 0, LEVEL_GRID).astype(np.int32)
+    return grid, np.flatnonzero(np.bincount(grid.ravel(), minlength=LEVEL_GRID + 1))
+
+
+def level_step(plane: np.ndarray) -> float:
+    """The typical step between the levels a plane uses, in 8-bit levels: the median gap between neighbouring levels
+    in its middle 98%. A camera photo uses every level of its range (1 in an 8-bit file, less in a float one); a
+    posterised one jumps from level to level."""
+    grid = np.clip(np.rint(np.asarray(plane, np.float32) * LEVEL_GRID), 0, LEVEL_GRID).astype(np.int32)
+    counts = np.bincount(grid.ravel(), minlength=LEVEL_GRID + 1)
+    cumulative = np.cumsum(counts)
+    lo, hi = np.searchsorted(cumulative, [0.01 * grid.size, 0.99 * grid.size])  # the 1st and 99th percentiles
+    used = np.flatnonzero(counts[lo:hi + 1])
+    return float(np.median(np.diff(used))) * 255.0 / LEVEL_GRID if len(used) >= 3 else 0.0
+
+
+def deband(img, strength=1.0, radius=3.0):
+    """Posterisation's steps smoothed back into gradients: each channel is smoothed over ``radius`` px and then held
+    within its level's own cell (halfway to the levels on either side), four times over, where a neighbourhood spans
+    no more than two neighbouring levels. So the result is a photo that the same posterisation would give again
+    (consistent dequantisation, where the photo uses every level of its range): an edge of more than a step stays
+    where it is, and a photo that uses every level is left as it was."""
+    def f(c):
+        out = np.array(c, np.float32)
+        for k in range(out.shape[2]):
+            grid, used = _levels(out[:, :, k])
+            if len(used) < 2:
+                continue
+            at = np.searchsorted(used, grid)
+            below = grid - used[np.maximum(at - 1, 0)]
+            above = used[np.minimum(at + 1, len(used) - 1)] - grid
+            # the lowest and highest levels have one neighbour: their cell reaches out as far as the step beyond
+            # that neighbour (a top level far above the rest is an edge, and smoothing would pull it over)
+            steps = np.diff(used)
+            first, last = (min(steps[0], steps[1]), min(steps[-1], steps[-2])) if len(steps) > 1 else (steps[0],) * 2
+            below = np.where(at == 0, first, below)
+            above = np.where(at == len(used) - 1, last, above)
+            # a level's cell reaches halfway to each neighbour (a hair less, so a value smoothed to its edge still rounds
+            # to its own level): steps may widen from level to level, as in a posterisation in linear light
+            lo, hi = (grid - 0.49 * below) / LEVEL_GRID, (grid + 0.49 * above) / LEVEL_GRID
+            plane = out[:, :, k]
+            smooth = plane
+            for _ in range(4):
+                smooth = np.clip(sampled_gaussian(smooth, radius), lo, hi).astype(np.float32)
+            # only where a 5x5 neighbourhood spans at most two neighbouring levels (a plateau, or a step between two):
+            # wider spans are texture or an edge, which the levels kept
+            flat = ndimage.maximum_filter(at, 5) - ndimage.minimum_filter(at, 5) <= 1
+            out[:, :, k] = plane + strength * flat * (smooth - plane)
+        return out
+    return ToolOutput(on_color(f)(img), [f"steps between levels smoothed (strength {strength:g}, radius {radius:g} px)"])
+
+
 def _F(name, desc, default, lo, hi, effect="", neutral=0.0, pixels=False):
     return Param(name, "float", desc, default=default, minimum=lo, maximum=hi, effect=effect, neutral=neutral,
                  pixels=pixels)
@@ -778,6 +837,18 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              remove_banding, keywords=("banding", "stripes", "striping", "row noise", "line noise", "pattern noise",
                                        "horizontal lines"),
              conflicts=("remove_banding",)),  # three passes already: another finds only what is the photo's
+    ToolSpec("deband", "Smooth posterisation: steps between too few levels, as in banded skies.",
+             "Use for posterised photos, banded gradients in skies or walls, or a GIF-like look. Each channel is "
+             "smoothed and held within its own level's step, so edges larger than a step stay and a photo that uses "
+             "every level is left unchanged.",
+             (_F("strength", "how much of the smoothing to keep", 1.0, 0.0, 1.0, "Lower keeps part of the steps."),
+              _F("radius", "smoothing radius in pixels", 3.0, 0.5, 12.0, "Wider for wider steps.", neutral=None,
+                 pixels=True)),
+             deband, keywords=("posterised", "posterized", "posterisation", "posterization", "banding in the sky",
+                               "colour banding", "color banding", "deband", "gradient banding", "8-bit banding"),
+             # once held in its cells, a second pass finds the levels filled; a sharpen or a deconvolution after it
+             # steepens the ramps it made back into steps
+             conflicts=("deband", "sharpen", "deconvolve")),
     ToolSpec("fix_fringes", "Remove the red and blue colour fringes a lens leaves toward the corners.",
              "Use for lateral chromatic aberration: edges fringed red on one side and blue or cyan on the other, the "
              "fringes widening toward the corners. The red and blue images are scaled back onto the green one about "
