@@ -369,8 +369,11 @@ GROUPS = ("tone", "colour", "noise", "blur", "combination", "overdone")
 # Families written on 2026-11-27, after every threshold and fit of PhotoAgent so far, and kept apart: nothing may be
 # tuned, fitted or designed on them. Four were among them and moved to FAMILIES above when something was made for them
 # (salt-and-pepper, correlated-noise, chromatic-aberration, row-banding); lens-fringes, pattern-noise and colour-mottle
-# were written when the work on the last two (and on coarse colour noise) began, before anything was run on them. bench/photoagent_generalise.py --held-out measures them. Combinations never
-# draw from them.
+# were written when the work on the last two (and on coarse colour noise) began, before anything was run on them.
+# Colour blotches and posterisation were answered later the same day by work tuned on new families of FAMILIES
+# (coarse-chroma, quantised-linear); chroma-blotches, colour-mottle and posterise stayed here, and were run only at the
+# end (the moon's two posterise cases were looked at during the work: docs/generalisation.md says why).
+# bench/photoagent_generalise.py --held-out measures them. Combinations never draw from them.
 
 def vignette(x, rng):  # corners darkened in linear light, as a lens does
     h, w = x.shape[:2]
