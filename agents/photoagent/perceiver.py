@@ -20,9 +20,8 @@ from .. import schemas
 from ..brain import Brain, BrainRequest, close_brains, run_blocking
 from ..records import ToolCall
 from ..reward import excess
-from ..metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT, STEP_LIMIT,
-                       VEIL_LIMIT,
-                       image_statistics)
+from ..metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT,
+                       STEP_LIMIT, VEIL_LIMIT, image_statistics)
 from ..roles import Where, ask, prompt
 from ..trace import Trace
 
@@ -265,13 +264,11 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             out.append(_penalised(stats, "blotches", "colour blotches", BLOTCH_LIMIT, why, "chroma_denoise", "radius",
                                   (5.0, 8.0), statistic="chroma_blotches", strength=1.0))
             speckled = speckled or out[-1][0].defect  # a deconvolution or a sharpen would make blotches worse too
-        levels = stats.get("level_step", 0.0)
-        posterised = levels > STEP_LIMIT
-        why = (f"the photo steps {levels:.1f} levels of 255 from one value it uses to the next (limit {STEP_LIMIT}: "
-               "posterisation, too few levels, as banded skies show)")
-        out.append((Finding("posterisation", levels, STEP_LIMIT, posterised, why),
-                    _at("deband", "radius", (2.0, 5.0), why, strength=1.0) if posterised else []))
-        speckled = speckled or posterised  # sharpening steepens the steps
+        why = (f"the photo steps {stats.get('level_step', 0.0):.1f} levels of 255 from one value it uses to the next "
+               f"(limit {STEP_LIMIT}: posterisation, too few levels, as banded skies show)")
+        out.append(_penalised(stats, "posterisation", "posterisation", STEP_LIMIT, why, "deband", "radius", (2.0, 5.0),
+                              statistic="level_step", strength=1.0))
+        speckled = speckled or out[-1][0].defect  # sharpening steepens the steps
         blocks, step = stats.get("blockiness", 1.0), stats.get("grid_step", 0.0) * 255
         blocky = blocks > BLOCKY and step > GRID_STEP
         why = (f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY}), "
