@@ -220,6 +220,7 @@ def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, textu
         done.update(elsewhere.result())
     for k in parts:
         raw.update(done[k])
+    raw.update(known or {})  # what the caller knows stands (posterisation read on the photo as it came: photo_levels)
     return raw
 
 

@@ -345,7 +345,8 @@ class Reward:
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         similarity = pool.submit(preserved, original, img, as_input) if preserve and pool is not None else None
-        texture = (any(getattr(self, name) > 0 for name in ("compression", "chroma", "impulses", "banding"))
+        texture = (any(getattr(self, name) > 0 for name in ("compression", "chroma", "impulses", "banding", "blotches",
+                                                              "posterisation"))
                    or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA))
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)

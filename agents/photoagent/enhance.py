@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -107,12 +107,22 @@ class EnhanceResult:
     trace: Trace = field(default_factory=Trace)
 
 
+def photo_levels(levels: float | None, calls: Iterable[ToolCall]) -> dict[str, float]:
+    """Posterisation is read on the photo as it came, not on an edit of it: a tone edit that stretches an 8-bit photo
+    spreads its levels apart as posterisation does, and an 8-bit and a 16-bit copy of a photo would then be edited
+    apart. Only after an edit that fills the levels in (deband) is the result read afresh. ``levels``: the photo's
+    own reading (None: read every image afresh); ``calls``: the edits made to it."""
+    return {} if levels is None or any(c.tool == "deband" for c in calls) else {"level_step": levels}
+
+
 def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[ToolCall, str]], current: np.ndarray,
                  original: np.ndarray, trace: Trace, agent: str, step: int,
-                 should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = ()) -> tuple:
+                 should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = (),
+                 levels: float | None = None) -> tuple:
     """PhotoAgent's check: run the preview winners at full resolution, score each against the
     original, and return the best as (score, call, image). ``calls`` pairs each call with a label note; ``kept``:
-    the edits that made ``current`` from ``original`` (their restorations' models count in the preservation term).
+    the edits that made ``current`` from ``original`` (their restorations' models count in the preservation term);
+    ``levels``: the photo's own posterisation reading (photo_levels).
     A call whose tool fails is said in the trace and is no candidate; None when every call failed."""
     best = None
     for call, note in calls:
@@ -126,7 +136,8 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
             trace.add("reward", agent, f"full-resolution {call.label()}{note} failed: {why}", started=t, round=step,
                       inputs={"tool": call.tool}, outputs={"error": why})
             continue
-        s = reward.score(out, original, **model_reading(tools, (*kept, call), out))
+        s = reward.score(out, original, known=photo_levels(levels, (*kept, call)) or None,
+                         **model_reading(tools, (*kept, call), out))
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
                   inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
@@ -154,6 +165,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
     t0 = time.perf_counter()
     current, current_score = image, reward.score(image, original)
     start_score = current_score.total
+    levels = current_score.raw.get("level_step")  # the photo's own posterisation reading (photo_levels)
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
     states, actions = [image], []
@@ -166,7 +178,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             on_step(step, settings.max_steps, f"step {step + 1}/{settings.max_steps}: perceiving")
         t = time.perf_counter()
         crops = texture_crops(current)
-        stats = image_statistics(current, crops)
+        stats = image_statistics(current, crops, known=photo_levels(levels, actions))
         proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried, image=current, crops=crops)
         trace.add("perceiver", agent, f"proposed {len(proposals)} actions", started=t, round=step,
                   outputs={"actions": [c.as_dict() for c in proposals]})
@@ -190,7 +202,8 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
                           inputs={"tool": call.tool}, outputs={"error": why})
                 continue
             scale = max(preview.shape[:2]) / max(image.shape[:2])
-            s = reward.score(out, preview_original, **model_reading(tools, (*actions, call), out, scale))
+            s = reward.score(out, preview_original, known=photo_levels(levels, (*actions, call)) or None,
+                             **model_reading(tools, (*actions, call), out, scale))
             ranked.append((s.total, call))
             trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params, "rationale": call.rationale},
@@ -198,7 +211,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
         ranked.sort(key=lambda r: -r[0])
         # Re-run the best few at full resolution and keep the best if it beats the current state.
         best = rescore_best(tools, reward, [(c, "") for _, c in ranked[:settings.top_k]], current, original,
-                            trace, agent, step, should_stop, kept=tuple(actions)) if ranked else None
+                            trace, agent, step, should_stop, kept=tuple(actions), levels=levels) if ranked else None
         if best is None:  # every proposal failed: a step without a result
             stale, out = kept_nothing(trace, agent, step, stale, settings.patience, "revert: every action tried failed")
             if out:

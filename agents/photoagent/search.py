@@ -28,7 +28,7 @@ import numpy as np
 from ...tools.imageops import resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import failed_call, kept_nothing, model_reading, rescore_best
+from .enhance import failed_call, kept_nothing, model_reading, photo_levels, rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
 from ..reward import ClassicReward, spare_thread, torch_threads
@@ -154,6 +154,7 @@ class _Search:
         self.root_key: tuple = ()  # the key of this step's root, set by run
         self.kernel: dict | None = None  # the photo's blur kernel this step, once estimated (photo_kernel)
         self.kernel_known = False
+        self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -164,6 +165,8 @@ class _Search:
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
                                                             known=self.carried(key))
+            if self.levels is None and key == self.root_key:  # the photo as it came (photo_levels)
+                self.levels = stats.get("level_step")
             root = self.statistics.get(self.root_key)
             if root is not None and key != self.root_key:
                 # how bright the photo came: a state the search darkened itself is no under-exposed photo
@@ -198,14 +201,15 @@ class _Search:
         """What a state shares with this step's photo, not read again: the lens's colour fringes, which no classic
         edit moves but one that moves pixels (ToolSpec.moves_pixels: fix_fringes, a crop or a rotation). Read on
         every state, they cost about 6 ms each, whatever the copy's size: a fifth of a new state at 1/4 resolution."""
+        out = photo_levels(self.levels, self.kept + self.path_calls.get(key, ()))  # posterisation: the photo's own
         root = self.statistics.get(self.root_key)
         if root is None or key == self.root_key or "fringes" not in root:
-            return {}
+            return out
         names = self.tools.names()
         for name in self.path_tools.get(key, ()):
             if name not in names or self.tools.get(name).category != "classic" or self.tools.get(name).moves_pixels:
-                return {}
-        return {"fringes": root["fringes"]}
+                return out
+        return {**out, "fringes": root["fringes"]}
 
     def runnable(self, calls) -> list[ToolCall]:
         """``calls`` without those that failed in this search, and without tools that cannot run at all."""
@@ -351,10 +355,11 @@ def _reward_tokens(reward: ClassicReward) -> int:
 
 def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
                      original: np.ndarray, trace: Trace, agent: str, step: int,
-                     should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = ()) -> tuple:
+                     should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = (),
+                     levels: float | None = None) -> tuple:
     """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)]), or
     None when a tool of it fails there (said in the trace). ``kept``: the edits that made ``current`` from
-    ``original``."""
+    ``original``; ``levels``: the photo's own posterisation reading (enhance.photo_levels)."""
     t, out, done = time.perf_counter(), current, []
     for call in calls:
         if should_stop:
@@ -367,7 +372,8 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
                                        "not a candidate", started=t, round=step, outputs={"error": why})
             return None
         done.append((call, out))
-    s = reward.score(out, original, **model_reading(tools, (*kept, *calls), out))
+    s = reward.score(out, original, known=photo_levels(levels, (*kept, *calls)) or None,
+                     **model_reading(tools, (*kept, *calls), out))
     trace.add("reward", agent, f"full-resolution sequence {' -> '.join(c.label() for c in calls)} (the search's best "
                                "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
               scores=s.as_dict(), preview=out)
@@ -503,7 +509,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         edits = [c for c in ranked if not c.terminal][:s.top_k]
         # re-run the most visited first actions at full resolution
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
-                            trace, agent, step, should_stop, kept=tuple(actions))
+                            trace, agent, step, should_stop, kept=tuple(actions), levels=search.levels)
         if best is None:  # every winner failed at full resolution: nothing to keep from this step
             stale, out = kept_nothing(trace, agent, step, stale, s.patience,
                                       "revert: the search's winners failed at full resolution")
@@ -516,7 +522,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         plan = search.best_rollout[1]
         if len(plan) >= 2:
             sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop,
-                                        kept=tuple(actions))
+                                        kept=tuple(actions), levels=search.levels)
             if sequence is not None and sequence[0].total > score.total:
                 score, chosen = sequence
         gain = score.total - current_score.total
