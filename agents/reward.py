@@ -140,6 +140,10 @@ PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid ste
              ("posterisation", "level_step", 1.0, STEP_LIMIT, "posterisation, step between levels in 8-bit levels"))
 
 
+# the penalties whose statistic the texture crops give (texture_statistics); the veil and the fringes are global
+TEXTURE_PENALTIES = tuple(name for name, key, *_ in PENALTIES if key not in ("veil", "fringes"))
+
+
 def excess(raw: Mapping[str, float], penalty: str) -> float:
     """How far ``raw`` is past the clean limit of a penalty of PENALTIES (0 when fine or not measured). The veil
     is not read in a black-and-white photo: the prior is about colour (see VEIL_LIMIT)."""
@@ -345,8 +349,7 @@ class Reward:
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         similarity = pool.submit(preserved, original, img, as_input) if preserve and pool is not None else None
-        texture = (any(getattr(self, name) > 0 for name in ("compression", "chroma", "impulses", "banding", "blotches",
-                                                              "posterisation"))
+        texture = (any(getattr(self, name) > 0 for name in TEXTURE_PENALTIES)
                    or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA))
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)

@@ -761,17 +761,16 @@ LEVEL_GRID = 4095  # values are read on a grid 16 times finer than 8 bits: a ste
 
 
 def _levels(plane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A plane's values on LEVEL_GRID and the sorted levels it uses (a count per grid point, not a sort: fast)."""
+    """A plane's values on LEVEL_GRID and how many pixels sit at each grid point (a count, not a sort: fast)."""
     grid = np.clip(np.rint(np.asarray(plane, np.float32) * LEVEL_GRID), 0, LEVEL_GRID).astype(np.int32)
-    return grid, np.flatnonzero(np.bincount(grid.ravel(), minlength=LEVEL_GRID + 1))
+    return grid, np.bincount(grid.ravel(), minlength=LEVEL_GRID + 1)
 
 
 def level_step(plane: np.ndarray) -> float:
     """The typical step between the levels a plane uses, in 8-bit levels: the median gap between neighbouring levels
     in its middle 98%. A camera photo uses every level of its range (1 in an 8-bit file, less in a float one); a
     posterised one jumps from level to level."""
-    grid = np.clip(np.rint(np.asarray(plane, np.float32) * LEVEL_GRID), 0, LEVEL_GRID).astype(np.int32)
-    counts = np.bincount(grid.ravel(), minlength=LEVEL_GRID + 1)
+    grid, counts = _levels(plane)
     cumulative = np.cumsum(counts)
     lo, hi = np.searchsorted(cumulative, [0.01 * grid.size, 0.99 * grid.size])  # the 1st and 99th percentiles
     used = np.flatnonzero(counts[lo:hi + 1])
@@ -787,7 +786,8 @@ def deband(img, strength=1.0, radius=3.0):
     def f(c):
         out = np.array(c, np.float32)
         for k in range(out.shape[2]):
-            grid, used = _levels(out[:, :, k])
+            grid, counts = _levels(out[:, :, k])
+            used = np.flatnonzero(counts)  # the levels the channel uses, in order
             if len(used) < 2:
                 continue
             at = np.searchsorted(used, grid)

@@ -199,8 +199,9 @@ class _Search:
 
     def carried(self, key: tuple) -> dict[str, float]:
         """What a state shares with this step's photo, not read again: the lens's colour fringes, which no classic
-        edit moves but one that moves pixels (ToolSpec.moves_pixels: fix_fringes, a crop or a rotation). Read on
-        every state, they cost about 6 ms each, whatever the copy's size: a fifth of a new state at 1/4 resolution."""
+        edit moves but one that moves pixels (ToolSpec.moves_pixels: fix_fringes, a crop or a rotation; read on
+        every state, they cost about 6 ms each, whatever the copy's size: a fifth of a new state at 1/4 resolution);
+        and posterisation, read on the photo as it came until an edit fills its levels in (enhance.photo_levels)."""
         out = photo_levels(self.levels, self.kept + self.path_calls.get(key, ()))  # posterisation: the photo's own
         root = self.statistics.get(self.root_key)
         if root is None or key == self.root_key or "fringes" not in root:
