@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -115,19 +114,6 @@ def compressed_highlights(x, rng):  # highlights rolled off: nothing reaches whi
 def clipped_highlights(x, rng):  # blown: a gain in the display values
     g = _u(rng, 1.25, 1.7)
     return x * g, {"gain": g}
-
-
-def lens_falloff(x, rng):  # a wide lens's natural vignetting: the cos^4 law in linear light, about an optical centre
-    # a little off the frame's (a shifted or decentred lens), on the pixels' own radius
-    h, w = x.shape[:2]
-    corner = _u(rng, 0.4, 0.75)  # the light left at the farthest corner
-    cy, cx = h / 2 * (1 + _u(rng, -0.1, 0.1)), w / 2 * (1 + _u(rng, -0.1, 0.1))
-    yy, xx = np.mgrid[0:h, 0:w]
-    r = np.hypot(yy - cy, xx - cx)
-    reach = r.max()
-    focal = reach / math.tan(math.acos(corner ** 0.25))  # cos^4 of the field angle at the farthest corner = corner
-    fall = (np.cos(np.arctan(r / focal)) ** 4).astype(np.float32)
-    return to_srgb(to_linear(x) * fall[..., None]), {"corner": corner, "centre_x": cx / w, "centre_y": cy / h}
 
 
 # --- colour -----------------------------------------------------------------------------------
@@ -352,8 +338,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("crushed-blacks", "tone", crushed_blacks, "the darkest 8-20% of the range crushed to black"),
     Family("compressed-highlights", "tone", compressed_highlights, "highlights above 0.45-0.6 compressed 2-5x"),
     Family("clipped-highlights", "tone", clipped_highlights, "blown: a gain of 1.25-1.7 on the display values"),
-    Family("lens-falloff", "tone", lens_falloff, "a lens's cos^4 falloff in linear light: the farthest corner at 40-75% "
-           "of the light, the centre up to 5% off the frame's"),
     Family("temperature", "colour", temperature, "an illuminant 15-45% warmer or cooler, in linear light"),
     Family("tint", "colour", tint, "a green or magenta tint of 12-35%, in linear light"),
     Family("channel-gains", "colour", channel_gains, "two channels' gains of 0.72-1 on the display values"),
