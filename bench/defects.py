@@ -116,6 +116,15 @@ def clipped_highlights(x, rng):  # blown: a gain in the display values
     return x * g, {"gain": g}
 
 
+def veiling_glare(x, rng):  # a lens's veiling glare: stray light from a bright source spread evenly over the frame, in
+    # linear light, a little warm or neutral, as strong as a share of the scene's highlights
+    g = _u(rng, 0.1, 0.35)
+    lin = to_linear(x)
+    level = float(np.percentile(lin[..., :3].mean(axis=-1), 99)) * _u(rng, 0.5, 1.0)
+    colour = np.array([1.0, _u(rng, 0.94, 1.0), _u(rng, 0.82, 1.0)], np.float32)[: x.shape[2]]
+    return to_srgb((1 - g) * lin + g * level * colour), {"glare": g, "level": level}
+
+
 # --- colour -----------------------------------------------------------------------------------
 
 def temperature(x, rng):  # an illuminant along the warm-cool axis, in linear light
@@ -338,6 +347,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("crushed-blacks", "tone", crushed_blacks, "the darkest 8-20% of the range crushed to black"),
     Family("compressed-highlights", "tone", compressed_highlights, "highlights above 0.45-0.6 compressed 2-5x"),
     Family("clipped-highlights", "tone", clipped_highlights, "blown: a gain of 1.25-1.7 on the display values"),
+    Family("veiling-glare", "tone", veiling_glare, "stray light over the frame in linear light: 10-35% of the light from "
+           "a veil at 50-100% of the highlights, neutral to warm"),
     Family("temperature", "colour", temperature, "an illuminant 15-45% warmer or cooler, in linear light"),
     Family("tint", "colour", tint, "a green or magenta tint of 12-35%, in linear light"),
     Family("channel-gains", "colour", channel_gains, "two channels' gains of 0.72-1 on the display values"),
