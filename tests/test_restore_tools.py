@@ -405,3 +405,62 @@ def test_a_photo_that_uses_every_level_is_left_as_it_was(clean):
     assert np.array_equal(out[:64, 62:66], img[:64, 62:66])
     assert np.abs(out - img).max() < 0.5 / 15  # no pixel leaves its level's cell
     assert np.abs(np.diff(out[96, 8:120, 0])).max() < 1 / 15 - 0.02  # the steps of one level became a ramp
+
+
+# --- a veil in the light: haze, glare ------------------------------------------------------------------------------
+
+def _decode(x):  # sRGB to linear light, written here rather than taken from the module under test
+    x = np.clip(x, 0, 1)
+    return np.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055) ** 2.4)
+
+
+def _encode(x):
+    x = np.clip(x, 0, 1)
+    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(np.maximum(x, 0.0031308), 1 / 2.4) - 0.055)
+
+
+def hazed(img, transmission, airlight):
+    """He et al.'s model, I = J t + A (1 - t), with one transmission for the whole photo, in linear light."""
+    air = np.asarray(airlight)[:img.shape[2]]  # a black-and-white photo: one channel
+    return _encode(_decode(img) * transmission + air * (1 - transmission)).astype(np.float32)
+
+
+def colour_error(a, b):
+    return float(np.abs(a - b).mean())
+
+
+@pytest.mark.parametrize("transmission, airlight", [(0.7, (0.8, 0.82, 0.9)), (0.8, (0.5, 0.45, 0.35))])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_veil_in_the_light_is_measured_and_taken_out(name, transmission, airlight, clean):
+    from edit_agents.tools.restore import haze_estimate
+
+    img = clean[name]
+    bad = hazed(img, transmission, airlight)
+    _, veil = haze_estimate(bad)
+    out = REGISTRY.call("dehaze", bad, {})[0]
+    print(f"{name} t={transmission}: veil {veil:.3f} (made {1 - transmission:.2f}), SSIM {ssim(img, bad):.3f} -> "
+          f"{ssim(img, out):.3f}, error {colour_error(img, bad):.4f} -> {colour_error(img, out):.4f}")
+    assert abs(veil - (1 - transmission)) < 0.1
+    assert ssim(img, out) > ssim(img, bad) + 0.03
+    assert colour_error(img, out) < 0.6 * colour_error(img, bad)
+
+
+def test_a_photo_whose_darks_reach_black_is_left_as_it_is(clean):
+    from edit_agents.tools.restore import haze_estimate
+
+    for name, img in clean.items():
+        assert haze_estimate(img)[1] < 0.01, name
+        out = REGISTRY.call("dehaze", img, {})[0]
+        assert np.abs(out - img).mean() < 1 / 255, name
+
+
+def test_a_crop_is_dehazed_as_part_of_the_whole_photo(clean):
+    """The search edits native crops with what was measured on its reduced copy (the spec's pins)."""
+    spec = REGISTRY.get("dehaze")
+    bad = hazed(clean["coffee"], 0.75, (0.7, 0.7, 0.75))
+    whole = REGISTRY.call("dehaze", bad, {})[0]
+    pins = spec.pinned(resize_longest(bad, 256), spec.validate({})[0])  # the search copy: 256 px and up
+    crop = REGISTRY.call("dehaze", np.ascontiguousarray(bad[40:140, 60:220]), {}, pins=pins)[0]
+    alone = REGISTRY.call("dehaze", np.ascontiguousarray(bad[40:140, 60:220]), {})[0]
+    assert np.abs(crop - whole[40:140, 60:220]).mean() < 0.01  # the photo's veil, measured on its copy
+    assert np.abs(alone - whole[40:140, 60:220]).mean() > np.abs(crop - whole[40:140, 60:220]).mean()

@@ -755,6 +755,90 @@ def remove_banding(img, strength=1.0):
     return ToolOutput(on_color(f)(img), [f"row offsets removed (strength {strength:g})"])
 
 
+# --- a veil over the whole photo: haze, veiling glare, a fade in linear light -----------------------------------------
+# He, Sun and Tang's haze model (2009), I = J t + A (1 - t), with one transmission t for the whole photo: light from
+# the airlight A (haze, a lens's stray light, a scan's flare) laid evenly over the scene J. In a scene nearly every
+# patch has a pixel near black in some channel (the dark channel prior), so the floor of the dark channel of I / A is
+# the veil's share 1 - t. Removing it in linear light, where the veil was added, keeps the scene's own tones; a black
+# point in display values (levels) takes the same floor out of every tone alike and darkens the midtones with it.
+HAZE_PATCH = 15  # px on the <=256 px copy, as metrics' veil statistic reads the dark channel
+HAZE_SIDE = 256
+MAX_VEIL = 0.9  # never read more than this share of the light as veil (a photo of fog itself)
+MAX_STRETCH = 2.0  # nor take out so much that the tonal span more than doubles: a flat scene may be flat by nature
+
+
+def _srgb_decode(x: np.ndarray) -> np.ndarray:
+    x = np.clip(np.asarray(x, np.float32), 0.0, 1.0)
+    return np.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055) ** 2.4).astype(np.float32)
+
+
+def _srgb_encode(x: np.ndarray) -> np.ndarray:
+    x = np.clip(np.asarray(x, np.float32), 0.0, 1.0)
+    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(np.maximum(x, 0.0031308), 1 / 2.4) - 0.055
+                    ).astype(np.float32)
+
+
+def _dark_channel(lin: np.ndarray) -> np.ndarray:
+    dark = lin.min(axis=2)
+    for axis in (0, 1):  # a minimum over each patch, one axis after the other
+        dark = ndimage.minimum_filter1d(dark, HAZE_PATCH, axis=axis, mode="nearest")
+    return dark
+
+
+def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], float]:
+    """(airlight, veil) of a photo (colour channels, display values): the airlight's colour in linear light, the mean of
+    the pixels brightest in the dark channel (He et al.: where the veil is thickest, or the scene's whites); the veil,
+    the 1st percentile of the dark channel of the photo over the airlight, as metrics' veil statistic reads its floor."""
+    lin = _srgb_decode(resize_longest(img, HAZE_SIDE))
+    dark = _dark_channel(lin)
+    brightest = dark >= np.percentile(dark, 99.9)
+    air = np.maximum(lin[brightest].mean(axis=0), 1e-3)
+    veil = float(np.clip(np.percentile(_dark_channel(lin / air), 1.0), 0.0, MAX_VEIL))
+    return tuple(float(a) for a in air), _within_stretch(lin, air, veil)
+
+
+def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: float) -> float:
+    """``veil``, or less: the most of it whose removal leaves the tonal span (0.5th to 99.5th percentile of the
+    luminance, in display values, as metrics reads it) at most MAX_STRETCH times what it was."""
+    weights = np.array([0.2126, 0.7152, 0.0722], np.float32)[:lin.shape[2]]
+    weights = weights / weights.sum()
+    black, white = np.percentile(_srgb_encode(lin @ weights), [0.5, 99.5])
+    a = float(air @ weights)
+
+    def span(v: float) -> float:
+        ends = (_srgb_decode(np.array([black, white], np.float32)) - a * v) / (1.0 - v)
+        lo, hi = _srgb_encode(ends)
+        return float(hi - lo)
+
+    allowed = MAX_STRETCH * float(white - black)
+    if span(veil) <= allowed:
+        return veil
+    lo, hi = 0.0, veil
+    for _ in range(20):  # the span grows with the share taken out
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if span(mid) <= allowed else (lo, mid)
+    return lo
+
+
+def dehaze(img, strength=1.0, *, airlight=None, veil=None):
+    """The veil (haze_estimate, or the ``airlight`` and ``veil`` measured on the whole photo) taken out in linear light:
+    J = (I - A v) / (1 - v), v the share removed. A scene with no veil (a dark channel reaching black) is unchanged."""
+    def f(c):
+        air, share = haze_estimate(c) if airlight is None or veil is None else (airlight, veil)
+        v = float(np.clip(strength * share, 0.0, MAX_VEIL))
+        if v <= 0.0:
+            return c
+        lin = _srgb_decode(c)
+        return _srgb_encode((lin - np.asarray(air, np.float32)[:c.shape[2]] * v) / (1.0 - v))
+    return ToolOutput(on_color(f)(img), [f"veil taken out in linear light (strength {strength:g})"])
+
+
+def _haze_pins(img, params):
+    """The airlight and veil measured on the whole photo (or its reduced copy), for its crops."""
+    air, veil = haze_estimate(img[:, :, :3] if img.shape[2] >= 3 else img[:, :, :1])  # alpha left out
+    return {"airlight": air, "veil": veil}
+
+
 # --- too few levels: posterisation ------------------------------------------------------------------------------
 
 LEVEL_GRID = 4095  # values are read on a grid 16 times finer than 8 bits: a step of one 8-bit level spans 16 of it
@@ -849,6 +933,14 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              # once held in its cells, a second pass finds the levels filled; a sharpen or a deconvolution after it
              # steepens the ramps it made back into steps
              conflicts=("deband", "sharpen", "deconvolve")),
+    ToolSpec("dehaze", "Remove haze, glare or a fade laid evenly over the photo (a veil of light).",
+             "Use for hazy, foggy-looking or flared photos whose darkest parts never reach black: a veil of light lies "
+             "over everything. The veil's colour and share are measured on the photo (the dark channel prior) and "
+             "taken out in linear light, where it was added, so the midtones keep their place; a photo whose darkest "
+             "parts reach black is left unchanged.",
+             (_F("strength", "how much of the measured veil to take out", 1.0, 0.0, 1.0, "Lower takes out part."),),
+             dehaze, keywords=("haze", "remove haze", "foggy", "misty", "veiling glare", "flare", "milky"),
+             pins=_haze_pins, conflicts=("dehaze",)),  # measured and taken out at once: a second pass finds nothing
     ToolSpec("fix_fringes", "Remove the red and blue colour fringes a lens leaves toward the corners.",
              "Use for lateral chromatic aberration: edges fringed red on one side and blue or cyan on the other, the "
              "fringes widening toward the corners. The red and blue images are scaled back onto the green one about "

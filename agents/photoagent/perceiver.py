@@ -180,10 +180,14 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     if veiled:
         # a clean scene's floor is 0-0.078 of its whites, so a floor this high hides a black point near it: pull
         # it most of the way. The white point stays: clean photos' whites sit anywhere from 0.6 to 1.
+        # First the veil taken out in linear light, where haze, a lens's glare and a fade in the light lay it
+        # (tools/restore.dehaze: it keeps the midtones in their place); then a black point in display values, where a
+        # print's or an edit's fade lays it.
         points = sorted({round(floor * 0.8, 3), round(floor - 0.02, 3)})
-        calls = _at("levels", "black", points, why)
+        calls = _at("dehaze", "strength", (1.0,), why) + _at("levels", "black", points, why)
         if stats["mean_luma"] > 0.5:  # midtones lifted with the blacks: darken them as well
             calls += _at("levels", "black", points[-1:], why, gamma=0.8)
+        calls += _at("dehaze", "strength", (0.6,), why)
     out.append((Finding("veil", veil, VEIL_LIMIT, veiled, why), calls))
 
     over = stats["clip_bright"] > OVER_CLIPPED and (black > OVER_BLACK or stats["mean_luma"] > OVER_MEAN) and not (scene == "high-key" and stats["clip_bright"] < 0.1)
