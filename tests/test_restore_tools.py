@@ -436,11 +436,13 @@ def test_a_veil_in_the_light_is_measured_and_taken_out(name, transmission, airli
 
     img = clean[name]
     bad = hazed(img, transmission, airlight)
-    _, veil = haze_estimate(bad)
+    air, veil = haze_estimate(bad)
+    light = np.asarray(air) * np.asarray(veil)  # the veil's own light in each channel, linear
+    made = np.asarray(airlight)[:img.shape[2]] * (1 - transmission)
     out = REGISTRY.call("dehaze", bad, {})[0]
-    print(f"{name} t={transmission}: veil {veil:.3f} (made {1 - transmission:.2f}), SSIM {ssim(img, bad):.3f} -> "
+    print(f"{name} t={transmission}: veil {np.round(light, 3)} (made {np.round(made, 3)}), SSIM {ssim(img, bad):.3f} -> "
           f"{ssim(img, out):.3f}, error {colour_error(img, bad):.4f} -> {colour_error(img, out):.4f}")
-    assert abs(veil - (1 - transmission)) < 0.1
+    assert np.abs(light - made).max() < 0.03
     assert ssim(img, out) > ssim(img, bad) + 0.03
     assert colour_error(img, out) < 0.6 * colour_error(img, bad)
 
@@ -449,7 +451,7 @@ def test_a_photo_whose_darks_reach_black_is_left_as_it_is(clean):
     from edit_agents.tools.restore import haze_estimate
 
     for name, img in clean.items():
-        assert haze_estimate(img)[1] < 0.01, name
+        assert max(haze_estimate(img)[1]) < 0.01, name
         out = REGISTRY.call("dehaze", img, {})[0]
         assert np.abs(out - img).mean() < 1 / 255, name
 

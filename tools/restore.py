@@ -785,35 +785,39 @@ def _dark_channel(lin: np.ndarray) -> np.ndarray:
     return dark
 
 
-def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], float]:
-    """(airlight, veil) of a photo (colour channels, display values): the airlight's colour in linear light, the mean of
-    the pixels brightest in the dark channel (He et al.: where the veil is thickest, or the scene's whites); the veil,
-    the 1st percentile of the dark channel of the photo over the airlight, as metrics' veil statistic reads its floor."""
+def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(airlight, veil) of a photo (colour channels, display values), per channel in linear light. The airlight: the
+    mean of the pixels brightest in the dark channel (He et al.: where the veil is thickest, or the scene's whites). The
+    veil: each channel's floor (the 1st percentile of its minimum over 15 px patches, as metrics' veil statistic reads
+    the dark channel's) over the airlight, the share of that channel's light the veil holds. Read per channel, the
+    veil's own colour comes out of the shadows; read through the airlight's colour, which is the whites' as often as
+    the veil's, the shadows were left tinted (a warm airlight read on the astronaut's suit left her helmet brown).
+    Never so much that the tonal span more than doubles (_within_stretch)."""
     lin = _srgb_decode(resize_longest(img, HAZE_SIDE))
     dark = _dark_channel(lin)
     brightest = dark >= np.percentile(dark, 99.9)
     air = np.maximum(lin[brightest].mean(axis=0), 1e-3)
-    veil = float(np.clip(np.percentile(_dark_channel(lin / air), 1.0), 0.0, MAX_VEIL))
-    return tuple(float(a) for a in air), _within_stretch(lin, air, veil)
+    floors = np.array([np.percentile(_dark_channel(lin[:, :, k:k + 1]), 1.0) for k in range(lin.shape[2])])
+    veil = np.clip(floors / air, 0.0, MAX_VEIL)
+    return tuple(float(a) for a in air), tuple(float(v) for v in veil * _within_stretch(lin, air, veil))
 
 
-def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: float) -> float:
-    """``veil``, or less: the most of it whose removal leaves the tonal span (0.5th to 99.5th percentile of the
+def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: np.ndarray) -> float:
+    """The share of ``veil`` (1, or less) whose removal leaves the tonal span (0.5th to 99.5th percentile of the
     luminance, in display values, as metrics reads it) at most MAX_STRETCH times what it was."""
     weights = np.array([0.2126, 0.7152, 0.0722], np.float32)[:lin.shape[2]]
     weights = weights / weights.sum()
     black, white = np.percentile(_srgb_encode(lin @ weights), [0.5, 99.5])
-    a = float(air @ weights)
+    ends = _srgb_decode(np.array([black, white], np.float32))
 
-    def span(v: float) -> float:
-        ends = (_srgb_decode(np.array([black, white], np.float32)) - a * v) / (1.0 - v)
-        lo, hi = _srgb_encode(ends)
+    def span(k: float) -> float:
+        lo, hi = _srgb_encode(np.stack([(e - air * k * veil) / (1.0 - k * veil) for e in ends]) @ weights)
         return float(hi - lo)
 
     allowed = MAX_STRETCH * float(white - black)
-    if span(veil) <= allowed:
-        return veil
-    lo, hi = 0.0, veil
+    if span(1.0) <= allowed:
+        return 1.0
+    lo, hi = 0.0, 1.0
     for _ in range(20):  # the span grows with the share taken out
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if span(mid) <= allowed else (lo, mid)
@@ -821,12 +825,13 @@ def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: float) -> float:
 
 
 def dehaze(img, strength=1.0, *, airlight=None, veil=None):
-    """The veil (haze_estimate, or the ``airlight`` and ``veil`` measured on the whole photo) taken out in linear light:
-    J = (I - A v) / (1 - v), v the share removed. A scene with no veil (a dark channel reaching black) is unchanged."""
+    """The veil (haze_estimate, or the ``airlight`` and ``veil`` measured on the whole photo) taken out of each channel
+    in linear light: J = (I - A v) / (1 - v), v the channel's share removed. A scene with no veil (every channel
+    reaching black somewhere) is unchanged."""
     def f(c):
         air, share = haze_estimate(c) if airlight is None or veil is None else (airlight, veil)
-        v = float(np.clip(strength * share, 0.0, MAX_VEIL))
-        if v <= 0.0:
+        v = np.clip(strength * np.asarray(share, np.float32)[:c.shape[2]], 0.0, MAX_VEIL)
+        if not (v > 0).any():
             return c
         lin = _srgb_decode(c)
         return _srgb_encode((lin - np.asarray(air, np.float32)[:c.shape[2]] * v) / (1.0 - v))
