@@ -383,7 +383,10 @@ GROUPS = ("tone", "colour", "noise", "blur", "combination", "overdone")
 # were written when the work on the last two (and on coarse colour noise) began, before anything was run on them.
 # Colour blotches and posterisation were answered later the same day by work tuned on new families of FAMILIES
 # (coarse-chroma, quantised-linear); chroma-blotches, colour-mottle and posterise stayed here, and were run only at the
-# end (the moon's two posterise cases were looked at during the work: docs/generalisation.md says why).
+# end (the moon's two posterise cases were looked at during the work: docs/generalisation.md says why). A veil in linear
+# light was answered the same way (dehaze, tuned on veiling-glare); haze and flat-linear stayed here, though the idea came
+# from flat-linear's harmed rows in the summary of an earlier run (docs/generalisation.md says so). vignette was read
+# while a vignetting measure was tried and dropped before anything was tuned (its family lens-falloff was withdrawn).
 # bench/photoagent_generalise.py --held-out measures them. Combinations never draw from them.
 
 def vignette(x, rng):  # corners darkened in linear light, as a lens does

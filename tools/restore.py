@@ -764,6 +764,7 @@ def remove_banding(img, strength=1.0):
 HAZE_PATCH = 15  # px on the <=256 px copy, as metrics' veil statistic reads the dark channel
 HAZE_SIDE = 256
 MAX_VEIL = 0.9  # never read more than this share of the light as veil (a photo of fog itself)
+_LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
 MAX_STRETCH = 2.0  # nor take out so much that the tonal span more than doubles: a flat scene may be flat by nature
 
 
@@ -805,13 +806,13 @@ def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]
 def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: np.ndarray) -> float:
     """The share of ``veil`` (1, or less) whose removal leaves the tonal span (0.5th to 99.5th percentile of the
     luminance, in display values, as metrics reads it) at most MAX_STRETCH times what it was."""
-    weights = np.array([0.2126, 0.7152, 0.0722], np.float32)[:lin.shape[2]]
-    weights = weights / weights.sum()
+    weights = _LUMA[:lin.shape[2]] / _LUMA[:lin.shape[2]].sum()
     black, white = np.percentile(_srgb_encode(lin @ weights), [0.5, 99.5])
     ends = _srgb_decode(np.array([black, white], np.float32))
+    a, veil_light = float(air @ weights), float((air * veil) @ weights)  # luminance of the airlight and of the veil
 
     def span(k: float) -> float:
-        lo, hi = _srgb_encode(np.stack([(e - air * k * veil) / (1.0 - k * veil) for e in ends]) @ weights)
+        lo, hi = _srgb_encode((ends - k * veil_light) / (1.0 - k * veil_light / a))
         return float(hi - lo)
 
     allowed = MAX_STRETCH * float(white - black)
@@ -825,8 +826,10 @@ def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: np.ndarray) -> float
 
 
 def dehaze(img, strength=1.0, *, airlight=None, veil=None):
-    """The veil (haze_estimate, or the ``airlight`` and ``veil`` measured on the whole photo) taken out of each channel
-    in linear light: J = (I - A v) / (1 - v), v the channel's share removed. A scene with no veil (every channel
+    """The veil (haze_estimate, or the ``airlight`` and ``veil`` measured on the whole photo) taken out in linear light:
+    J = (I - A v) / t, the offset A v each channel's own (the veil's colour), t one transmission for all of them (the
+    share of the airlight's luminance the veil leaves), so the scene's colours are not stretched channel by channel (a
+    bluish haze over the grey moon, with a gain per channel, came out blue). A scene with no veil (every channel
     reaching black somewhere) is unchanged."""
     def f(c):
         air, share = haze_estimate(c) if airlight is None or veil is None else (airlight, veil)
@@ -834,7 +837,12 @@ def dehaze(img, strength=1.0, *, airlight=None, veil=None):
         if not (v > 0).any():
             return c
         lin = _srgb_decode(c)
-        return _srgb_encode((lin - np.asarray(air, np.float32)[:c.shape[2]] * v) / (1.0 - v))
+        a = np.asarray(air, np.float32)[:c.shape[2]]
+        weights = _LUMA[:c.shape[2]] / _LUMA[:c.shape[2]].sum()
+        # one transmission for every channel, as in He et al.'s model (the veil's colour is all in the offset):
+        # the share of the airlight's luminance the veil holds
+        t = 1.0 - float((a * v) @ weights) / float(a @ weights)
+        return _srgb_encode((lin - a * v) / max(t, 1.0 - MAX_VEIL))
     return ToolOutput(on_color(f)(img), [f"veil taken out in linear light (strength {strength:g})"])
 
 
