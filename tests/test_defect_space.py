@@ -248,7 +248,10 @@ def test_a_veiled_photo_scores_below_its_original(photos, family):
     assert wins[True] >= 0.75 * n and wins[True] > wins[False], (family, wins, n)
 
 
-def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_it(photos):
+def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_the_veil_out(photos):
+    """A fade in display values: the veil finding offers a black point below the veil and a dehaze (a veil in linear
+    light); which way the veil was laid no statistic tells, and the reward chooses (here the dehaze, SSIM 0.82 -> 0.92,
+    where the black point would give 0.94-0.97: docs/generalisation.md). Either way the veil is gone."""
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward
     from skimage.metrics import structural_similarity
@@ -261,11 +264,13 @@ def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_it(photos
     levels = [a for a in seen.actions if a.tool == "levels"]
     stats = image_statistics(bad)
     assert levels and all(0 < a.params["black"] <= stats["veil"] * stats["white_level"] for a in levels)
+    assert "dehaze" in {a.tool for a in seen.actions}
     assert not next(f for f in perceive(img).findings if f.check == "veil").defect
     result = mcts_enhance(bad, default_registry().subset(categories=["classic"]), Reward())
-    assert "levels" in [a.tool for a in result.actions]
+    assert {"levels", "dehaze"} & {a.tool for a in result.actions}, result.actions
+    assert not next(f for f in perceive(np.clip(result.image, 0, 1)).findings if f.check == "veil").defect
     ssim = lambda x: structural_similarity(x, img, channel_axis=2, data_range=1.0)  # noqa: E731
-    assert ssim(np.clip(result.image, 0, 1)) > ssim(bad) + 0.02
+    assert ssim(np.clip(result.image, 0, 1)) > ssim(bad) + 0.05
 
 
 # --- colour noise ---------------------------------------------------------------------------------------------
