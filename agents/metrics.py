@@ -17,7 +17,8 @@ from scipy import ndimage
 
 from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, neutral_evidence, per_plane,
                               resize, resize_longest, sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import banding_sigma, fringe_scales, grid_measures, impulse_share, level_step
+from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
+                             patch_minimum)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ BLOTCH_LIMIT = 0.017
 STEP_LIMIT = 2.5
 BLOTCH_BLOCK = 4  # px: the blotches are read on the means of 4x4 blocks, where fine noise has gone
 BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along one line
-VEIL_PATCH = 15
+VEIL_PATCH = DARK_PATCH
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
@@ -132,9 +133,7 @@ def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str
     log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
     cast = float(np.linalg.norm(log_rb))
     neutral, at_cast = neutral_evidence(rgb, log_rb) if not is_gray else (0.0, 0.0)
-    dark = rgb.min(axis=2)  # the dark channel: a minimum over each patch, one axis after the other (3x faster)
-    for axis in (0, 1):
-        dark = ndimage.minimum_filter1d(dark, VEIL_PATCH, axis=axis, mode="nearest")
+    dark = patch_minimum(rgb.min(axis=2), VEIL_PATCH)  # the dark channel
     return {
         "mean_luma": float(lum.mean()),
         "rms_contrast": float(lum.std()),

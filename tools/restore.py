@@ -13,7 +13,8 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import ndimage
 
-from .imageops import bilateral_filter, luminance, on_color, resize_longest, sampled_gaussian, to_rgb
+from .imageops import bilateral_filter, luminance, on_color, resize_longest, sampled_gaussian, split_alpha, to_rgb
+from .photo_io import srgb_decode, srgb_encode
 from .spec import Param, ToolOutput, ToolSpec
 
 BLOCK = 8  # the JPEG DCT block
@@ -761,29 +762,32 @@ def remove_banding(img, strength=1.0):
 # patch has a pixel near black in some channel (the dark channel prior), so the floor of the dark channel of I / A is
 # the veil's share 1 - t. Removing it in linear light, where the veil was added, keeps the scene's own tones; a black
 # point in display values (levels) takes the same floor out of every tone alike and darkens the midtones with it.
-HAZE_PATCH = 15  # px on the <=256 px copy, as metrics' veil statistic reads the dark channel
+DARK_PATCH = 15  # px on a <=256 px copy: the dark channel's patch (metrics' veil statistic reads it too)
 HAZE_SIDE = 256
 MAX_VEIL = 0.9  # never read more than this share of the light as veil (a photo of fog itself)
-_LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
 MAX_STRETCH = 2.0  # nor take out so much that the tonal span more than doubles: a flat scene may be flat by nature
 
 
-def _srgb_decode(x: np.ndarray) -> np.ndarray:
-    x = np.clip(np.asarray(x, np.float32), 0.0, 1.0)
-    return np.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055) ** 2.4).astype(np.float32)
+def patch_minimum(planes: np.ndarray, patch: int = DARK_PATCH) -> np.ndarray:
+    """Each channel's minimum over every patch x patch square (one axis after the other: 3x faster than a 2-D filter).
+    Their minimum over the channels is the dark channel (He et al.)."""
+    out = planes
+    for axis in (0, 1):
+        out = ndimage.minimum_filter1d(out, patch, axis=axis, mode="nearest")
+    return out
 
 
-def _srgb_encode(x: np.ndarray) -> np.ndarray:
-    x = np.clip(np.asarray(x, np.float32), 0.0, 1.0)
-    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(np.maximum(x, 0.0031308), 1 / 2.4) - 0.055
-                    ).astype(np.float32)
+def _decode(x: np.ndarray) -> np.ndarray:
+    return srgb_decode(np.clip(x, 0.0, 1.0))
 
 
-def _dark_channel(lin: np.ndarray) -> np.ndarray:
-    dark = lin.min(axis=2)
-    for axis in (0, 1):  # a minimum over each patch, one axis after the other
-        dark = ndimage.minimum_filter1d(dark, HAZE_PATCH, axis=axis, mode="nearest")
-    return dark
+def _encode(x: np.ndarray) -> np.ndarray:
+    return srgb_encode(np.clip(x, 0.0, 1.0))
+
+
+def _luma(values: np.ndarray) -> float:
+    """The luminance of one colour (a value per channel)."""
+    return float(luminance(np.asarray(values, np.float32).reshape(1, 1, -1))[0, 0])
 
 
 def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -794,25 +798,23 @@ def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]
     veil's own colour comes out of the shadows; read through the airlight's colour, which is the whites' as often as
     the veil's, the shadows were left tinted (a warm airlight read on the astronaut's suit left her helmet brown).
     Never so much that the tonal span more than doubles (_within_stretch)."""
-    lin = _srgb_decode(resize_longest(img, HAZE_SIDE))
-    dark = _dark_channel(lin)
-    brightest = dark >= np.percentile(dark, 99.9)
-    air = np.maximum(lin[brightest].mean(axis=0), 1e-3)
-    floors = np.array([np.percentile(_dark_channel(lin[:, :, k:k + 1]), 1.0) for k in range(lin.shape[2])])
-    veil = np.clip(floors / air, 0.0, MAX_VEIL)
+    lin = _decode(resize_longest(img, HAZE_SIDE))
+    minima = patch_minimum(lin)
+    dark = minima.min(axis=2)
+    air = np.maximum(lin[dark >= np.percentile(dark, 99.9)].mean(axis=0), 1e-3)
+    veil = np.clip(np.percentile(minima, 1.0, axis=(0, 1)) / air, 0.0, MAX_VEIL)
     return tuple(float(a) for a in air), tuple(float(v) for v in veil * _within_stretch(lin, air, veil))
 
 
 def _within_stretch(lin: np.ndarray, air: np.ndarray, veil: np.ndarray) -> float:
     """The share of ``veil`` (1, or less) whose removal leaves the tonal span (0.5th to 99.5th percentile of the
     luminance, in display values, as metrics reads it) at most MAX_STRETCH times what it was."""
-    weights = _LUMA[:lin.shape[2]] / _LUMA[:lin.shape[2]].sum()
-    black, white = np.percentile(_srgb_encode(lin @ weights), [0.5, 99.5])
-    ends = _srgb_decode(np.array([black, white], np.float32))
-    a, veil_light = float(air @ weights), float((air * veil) @ weights)  # luminance of the airlight and of the veil
+    black, white = np.percentile(_encode(luminance(lin)), [0.5, 99.5])
+    ends = _decode(np.array([black, white], np.float32))
+    a, veil_light = _luma(air), _luma(air * veil)  # luminance of the airlight and of the veil
 
     def span(k: float) -> float:
-        lo, hi = _srgb_encode((ends - k * veil_light) / (1.0 - k * veil_light / a))
+        lo, hi = _encode((ends - k * veil_light) / (1.0 - k * veil_light / a))
         return float(hi - lo)
 
     allowed = MAX_STRETCH * float(white - black)
@@ -836,19 +838,17 @@ def dehaze(img, strength=1.0, *, airlight=None, veil=None):
         v = np.clip(strength * np.asarray(share, np.float32)[:c.shape[2]], 0.0, MAX_VEIL)
         if not (v > 0).any():
             return c
-        lin = _srgb_decode(c)
         a = np.asarray(air, np.float32)[:c.shape[2]]
-        weights = _LUMA[:c.shape[2]] / _LUMA[:c.shape[2]].sum()
         # one transmission for every channel, as in He et al.'s model (the veil's colour is all in the offset):
         # the share of the airlight's luminance the veil holds
-        t = 1.0 - float((a * v) @ weights) / float(a @ weights)
-        return _srgb_encode((lin - a * v) / max(t, 1.0 - MAX_VEIL))
+        t = 1.0 - _luma(a * v) / _luma(a)
+        return _encode((_decode(c) - a * v) / max(t, 1.0 - MAX_VEIL))
     return ToolOutput(on_color(f)(img), [f"veil taken out in linear light (strength {strength:g})"])
 
 
 def _haze_pins(img, params):
     """The airlight and veil measured on the whole photo (or its reduced copy), for its crops."""
-    air, veil = haze_estimate(img[:, :, :3] if img.shape[2] >= 3 else img[:, :, :1])  # alpha left out
+    air, veil = haze_estimate(split_alpha(img)[0])
     return {"airlight": air, "veil": veil}
 
 
