@@ -208,6 +208,28 @@ def test_specks_are_counted_and_removed_and_nothing_else_is_touched(clean):
         assert impulse_share(luminance(out)) < IMPULSE_LIMIT, name
 
 
+def test_the_search_statistics_fast_paths_give_the_reference_values(clean):
+    """The speck count's neighbour range and the banding's row medians are read on every search state by faster
+    means than scipy's footprint filter and numpy's median: the values must be the same, to the bit."""
+    from edit_agents.tools.restore import _neighbour_range, row_median
+
+    ring = np.ones((3, 3), bool)
+    ring[1, 1] = False
+    planes = [luminance(img).astype(np.float32) for img in clean.values()]
+    planes += [np.random.default_rng(0).random(shape).astype(np.float32) for shape in ((3, 3), (3, 8), (7, 5))]
+    for plane in planes:
+        low, high = _neighbour_range(plane)
+        assert np.array_equal(low, ndimage.minimum_filter(plane, footprint=ring, mode="reflect"))
+        assert np.array_equal(high, ndimage.maximum_filter(plane, footprint=ring, mode="reflect"))
+    rows = np.stack([p[:150, :150] for p in planes[:3]])  # several crops' rows at once, as the banding measure reads them
+    for x in (rows, rows[:, :, :-1], rows.astype(np.float64), rows[0, :5, :1], rows[0, :5, :2]):
+        assert np.array_equal(row_median(x), np.median(x, axis=-1))
+    holed = rows[0, :4].copy()
+    holed[1, 3] = np.nan  # a NaN row's median is NaN, as numpy's
+    assert np.array_equal(row_median(holed), np.median(holed, axis=-1), equal_nan=True)
+    assert np.isnan(row_median(holed)[1]) and not np.isnan(row_median(holed)[0])
+
+
 def test_a_thin_line_or_a_star_is_not_a_speck():
     flat = np.full((64, 64, 3), 0.3, np.float32)
     flat[20, 5:60] = 0.9  # a hair-thin line: two neighbours alike

@@ -195,10 +195,16 @@ IMPULSE_MARGIN = 0.2  # how far past all eight neighbours a pixel must stand to 
 
 
 def _neighbour_range(plane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ring = np.ones((3, 3), bool)
-    ring[1, 1] = False
-    return (ndimage.minimum_filter(plane, footprint=ring, mode="reflect"),
-            ndimage.maximum_filter(plane, footprint=ring, mode="reflect"))
+    """The least and the greatest of each pixel's eight neighbours, the border mirrored (scipy's "reflect"): shifted
+    views of the padded plane, several times faster than a footprint filter on the search's small crops."""
+    padded = np.pad(plane, 1, mode="symmetric")
+    h, w = plane.shape
+    views = [padded[dy:dy + h, dx:dx + w] for dy, dx in RING]
+    low, high = views[0].copy(), views[0].copy()
+    for view in views[1:]:
+        np.minimum(low, view, out=low)
+        np.maximum(high, view, out=high)
+    return low, high
 
 
 def impulse_share(lum: np.ndarray, margin: float = IMPULSE_MARGIN) -> float:
@@ -720,8 +726,18 @@ def row_offsets(plane: np.ndarray) -> np.ndarray:
     around = np.ones(2 * BAND_REACH + 1, np.float32)
     around[BAND_REACH] = 0.0
     around /= around.sum()
-    plane = np.asarray(plane, np.float32)
-    return np.median(plane - ndimage.correlate1d(plane, around, axis=0, mode="reflect"), axis=1)
+    plane = np.asarray(plane, np.float32)  # or a stack of planes, rows on the second-to-last axis
+    return row_median(plane - ndimage.correlate1d(plane, around, axis=-2, mode="reflect"))
+
+
+def row_median(x: np.ndarray) -> np.ndarray:
+    """``np.median(x, axis=-1)``, the same values, by sorting: numpy sorts short rows with vector instructions,
+    about ten times as fast as its selection runs row by row (the search reads four crops' rows on every state)."""
+    ordered = np.sort(x, axis=-1)
+    n = x.shape[-1]
+    middle = ordered[..., n // 2] if n % 2 else np.mean(ordered[..., n // 2 - 1:n // 2 + 1], axis=-1)
+    # as np.median, a row with a NaN has a NaN median (sorting puts NaN last)
+    return np.where(np.isnan(ordered[..., -1]), np.float32(np.nan), middle) if n else middle
 
 
 def banding_sigma(pieces: list[np.ndarray]) -> float:
@@ -731,7 +747,8 @@ def banding_sigma(pieces: list[np.ndarray]) -> float:
     changes little from one row to the next; banding is the same along a row and its own in each."""
     if len(pieces) < 4 or min(min(p.shape[:2]) for p in pieces) < 2 * BAND_REACH + 3:
         return 0.0
-    steps = [np.diff(row_offsets(p)) for p in pieces]
+    same = len({p.shape for p in pieces}) == 1  # as texture_crops cuts them: one call for all (the same values)
+    steps = list(np.diff(row_offsets(np.stack(pieces)), axis=-1)) if same else [np.diff(row_offsets(p)) for p in pieces]
     # the median over the rows, not the mean: banding is in every row, a horizon or a pasted edge in a few (a sea's
     # horizon of 0.5 would lift the mean past the limit by itself)
     shared = [float(np.median(steps[a] * steps[b])) for a, b in ((0, 1), (2, 3)) if len(steps[a]) == len(steps[b])]
