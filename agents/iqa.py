@@ -61,10 +61,19 @@ def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
     """MATLAB's ``rgb2gray`` on uint8 input (rounded to integers), as float64."""
     if rgb_uint8.ndim == 2:
         return rgb_uint8.astype(np.float64)
-    r, g, b = (rgb_uint8[..., i].astype(np.float64) for i in range(3))
     # the weighted sum written out, not `@ weights`: the same values for all 2^24 colours (checked), without a
-    # BLAS call, whose threads would then spin against torch's on every state the search scores
-    return np.round(r * 0.298936021293775 + g * 0.587043074451121 + b * 0.114020904255103)
+    # BLAS call, whose threads would then spin against torch's on every state the search scores; each channel's
+    # products looked up in a table of its 256 (the same products, summed in the same order: a third faster)
+    red, green, blue = _gray_tables()
+    out = red.take(rgb_uint8[..., 0])
+    out += green.take(rgb_uint8[..., 1])
+    out += blue.take(rgb_uint8[..., 2])
+    return np.round(out, out=out)
+
+
+@lru_cache(maxsize=1)
+def _gray_tables() -> tuple[np.ndarray, ...]:
+    return tuple(np.arange(256, dtype=np.float64) * w for w in (0.298936021293775, 0.587043074451121, 0.114020904255103))
 
 
 def to_gray255(img: np.ndarray) -> np.ndarray:

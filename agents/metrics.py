@@ -15,8 +15,8 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (correlate_separable, illuminant_estimate, laplacian, luminance, neutral_evidence, per_plane,
-                              resize, resize_longest, sampled_gaussian, sobel, to_rgb)
+from ..tools.imageops import (channel_min, correlate_separable, illuminant_estimate, laplacian, luminance,
+                              neutral_evidence, per_plane, resize, resize_longest, sampled_gaussian, sobel, to_rgb)
 from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
                              patch_minimum)
 
@@ -133,7 +133,7 @@ def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str
     log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
     cast = float(np.linalg.norm(log_rb))
     neutral, at_cast = neutral_evidence(rgb, log_rb) if not is_gray else (0.0, 0.0)
-    dark = patch_minimum(rgb.min(axis=2), VEIL_PATCH)  # the dark channel
+    dark = patch_minimum(channel_min(rgb), VEIL_PATCH)  # the dark channel
     return {
         "mean_luma": float(lum.mean()),
         "rms_contrast": float(lum.std()),

@@ -157,3 +157,24 @@ def test_flat_images_have_no_score_and_rank_worst(photos):
     score = Reward().score(solid, solid)
     assert score.components["brisque"] == 0.0 and score.components["niqe"] == 0.0
     assert Reward().score(photos["chelsea"]).total > score.total
+
+
+def test_gray_levels_and_channel_reductions_keep_their_reference_values():
+    """The fast paths read on every search state give the values of the plain arithmetic, to the bit: MATLAB's
+    rgb2gray from per-channel tables, and a pixel's least and mean channel from the planes."""
+    from edit_agents.tools.imageops import channel_mean, channel_min
+
+    rng = np.random.default_rng(0)
+    colours = rng.integers(0, 256, (512, 1024, 3), dtype=np.uint8)
+    colours[0, :8] = [[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 2, 3], [254, 1, 128],
+                      [128, 128, 128]]
+    r, g, b = (colours[..., i].astype(np.float64) for i in range(3))
+    expected = np.round(r * 0.298936021293775 + g * 0.587043074451121 + b * 0.114020904255103)
+    assert np.array_equal(iqa.matlab_gray(colours), expected)
+    assert iqa.matlab_gray(colours)[0, 1] == 255.0 and iqa.matlab_gray(colours)[0, 7] == 128.0
+    for dtype in (np.float32, np.float64):
+        img = (rng.random((97, 131, 3)) ** 3).astype(dtype)
+        img[5, 5, 1] = np.nan  # a NaN channel makes the pixel's least and mean NaN, as numpy's reductions do
+        assert np.array_equal(channel_min(img), img.min(axis=2), equal_nan=True)
+        assert np.array_equal(channel_mean(img), img.mean(axis=2), equal_nan=True)
+        assert channel_mean(img).dtype == img.mean(axis=2).dtype

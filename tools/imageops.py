@@ -108,8 +108,8 @@ def neutral_evidence(rgb: np.ndarray, illuminant: np.ndarray, radius: float = 0.
     small. A photo whose cast estimate is pulled by a dominant coloured object (orange fruit on a grey
     table) keeps its grey surfaces neutral: the first share is the larger."""
     rgb = np.clip(rgb[::2, ::2, :3], 0.0, 1.0).astype(np.float32)  # every other pixel: a share, 4x cheaper
-    lum = rgb.mean(axis=2)
-    use = (lum > 0.06) & (lum < 0.94) & (rgb.min(axis=2) > 0.02)  # log colour is noise in the darkest pixels
+    lum = channel_mean(rgb)
+    use = (lum > 0.06) & (lum < 0.94) & (channel_min(rgb) > 0.02)  # log colour is noise in the darkest pixels
     if use.sum() < 100:
         return 0.0, 0.0
     green = rgb[..., 1][use]
@@ -156,6 +156,24 @@ def channel_planes(img: np.ndarray) -> list[np.ndarray]:
     """The channels of an HxWxC image, each contiguous: its sums then run in the same order as on an image of
     its own (numpy sums a strided view in another order)."""
     return [np.ascontiguousarray(img[:, :, i]) for i in range(img.shape[2])]
+
+
+def channel_min(img: np.ndarray) -> np.ndarray:
+    """The least of each pixel's channels, ``img.min(axis=2)`` to the bit: elementwise minima of the planes, where
+    numpy's reduction over a short last axis runs pixel by pixel (0.02 against 1.3 ms on a 256 px copy)."""
+    out = img[:, :, 0].copy()
+    for c in range(1, img.shape[2]):
+        np.minimum(out, img[:, :, c], out=out)
+    return out
+
+
+def channel_mean(img: np.ndarray) -> np.ndarray:
+    """The mean of each pixel's channels, ``img.mean(axis=2)`` to the bit (the same sum in the same order, then the
+    same division), as sums of the planes: for the same reason as channel_min."""
+    total = img[:, :, 0].copy()
+    for c in range(1, img.shape[2]):
+        total += img[:, :, c]
+    return total / img.shape[2]
 
 
 def per_plane(fn: Callable[[np.ndarray], np.ndarray], planes: list[np.ndarray]) -> list[np.ndarray]:

@@ -13,7 +13,8 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import ndimage
 
-from .imageops import bilateral_filter, luminance, on_color, resize_longest, sampled_gaussian, split_alpha, to_rgb
+from .imageops import (bilateral_filter, channel_min, luminance, on_color, resize_longest, sampled_gaussian,
+                       split_alpha, to_rgb)
 from .photo_io import srgb_decode, srgb_encode
 from .spec import Param, ToolOutput, ToolSpec
 
@@ -817,7 +818,7 @@ def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]
     Never so much that the tonal span more than doubles (_within_stretch)."""
     lin = _decode(resize_longest(img, HAZE_SIDE))
     minima = patch_minimum(lin)
-    dark = minima.min(axis=2)
+    dark = channel_min(minima)
     air = np.maximum(lin[dark >= np.percentile(dark, 99.9)].mean(axis=0), 1e-3)
     veil = np.clip(np.percentile(minima, 1.0, axis=(0, 1)) / air, 0.0, MAX_VEIL)
     return tuple(float(a) for a in air), tuple(float(v) for v in veil * _within_stretch(lin, air, veil))
