@@ -57,6 +57,9 @@ def _nearest_on_grid(table: np.ndarray, values: np.ndarray, squared: bool = True
     return best
 
 
+GRAY_WEIGHTS = (0.298936021293775, 0.587043074451121, 0.114020904255103)  # MATLAB's rgb2gray
+
+
 def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
     """MATLAB's ``rgb2gray`` on uint8 input (rounded to integers), as float64."""
     if rgb_uint8.ndim == 2:
@@ -64,6 +67,9 @@ def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
     # the weighted sum written out, not `@ weights`: the same values for all 2^24 colours (checked), without a
     # BLAS call, whose threads would then spin against torch's on every state the search scores; each channel's
     # products looked up in a table of its 256 (the same products, summed in the same order: a third faster)
+    if rgb_uint8.dtype != np.uint8:  # the tables hold the 256 levels of 8 bits only
+        r, g, b = (rgb_uint8[..., i].astype(np.float64) for i in range(3))
+        return np.round(r * GRAY_WEIGHTS[0] + g * GRAY_WEIGHTS[1] + b * GRAY_WEIGHTS[2])
     red, green, blue = _gray_tables()
     out = red.take(rgb_uint8[..., 0])
     out += green.take(rgb_uint8[..., 1])
@@ -73,7 +79,7 @@ def matlab_gray(rgb_uint8: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _gray_tables() -> tuple[np.ndarray, ...]:
-    return tuple(np.arange(256, dtype=np.float64) * w for w in (0.298936021293775, 0.587043074451121, 0.114020904255103))
+    return tuple(np.arange(256, dtype=np.float64) * w for w in GRAY_WEIGHTS)
 
 
 def to_gray255(img: np.ndarray) -> np.ndarray:

@@ -172,6 +172,7 @@ def test_gray_levels_and_channel_reductions_keep_their_reference_values():
     expected = np.round(r * 0.298936021293775 + g * 0.587043074451121 + b * 0.114020904255103)
     assert np.array_equal(iqa.matlab_gray(colours), expected)
     assert iqa.matlab_gray(colours)[0, 1] == 255.0 and iqa.matlab_gray(colours)[0, 7] == 128.0
+    assert np.array_equal(iqa.matlab_gray(colours.astype(np.int16)), expected)  # other integer types: the sum
     for dtype in (np.float32, np.float64):
         img = (rng.random((97, 131, 3)) ** 3).astype(dtype)
         img[5, 5, 1] = np.nan  # a NaN channel makes the pixel's least and mean NaN, as numpy's reductions do
