@@ -84,8 +84,9 @@ def test_warm_light_is_kept_but_a_strong_cast_is_reduced_not_removed():
 @pytest.mark.parametrize("squeeze", [0.25, 0.35, 0.6])
 def test_no_low_contrast_proposal_more_than_doubles_the_tonal_span(squeeze):
     """A photo can be flat by nature (fog, the moon's surface); made flatter still, it is made less flat, not
-    stretched to the full range: every proposal at most doubles the span, and auto levels (which maps the
-    span to 0..1) is proposed only where that is at most a doubling."""
+    stretched to the full range: every proposal at most doubles the span. Its whites stay where they are: the
+    blacks are what a fade lifts, so no auto levels (which maps the span to 0..1), and a black point only where
+    the span is at least half the range."""
     tools = default_registry()
     flat = rgb("coffee") * squeeze + 0.5 * (1 - squeeze)
     stats = image_statistics(flat)
@@ -93,7 +94,10 @@ def test_no_low_contrast_proposal_more_than_doubles_the_tonal_span(squeeze):
     seen = RulePerceiver().perceive(stats, 8, CLASSIC)
     assert [f.defect for f in seen.findings if f.check == "low contrast"] == [True]
     assert any(a.tool == "contrast" for a in seen.actions)
-    assert any(a.tool == "auto_levels" for a in seen.actions) == (span >= 0.5)
+    assert not any(a.tool == "auto_levels" for a in seen.actions)
+    # the low-contrast finding's own black point (the veil finding's are read on the dark channel's floor)
+    black_points = [a for a in seen.actions if a.tool == "levels" and a.rationale.startswith("tones span")]
+    assert bool(black_points) == (span >= 0.5)
     for action in seen.actions:
         after = image_statistics(tools.call(action.tool, flat, action.params)[0])
         assert after["white_level"] - after["black_level"] <= 2.0 * span + 0.02, action.label()
@@ -110,3 +114,39 @@ def test_a_dark_photo_is_brightened_by_a_gain_not_stretched_to_the_full_range(ga
     assert any(a.tool == "exposure" for a in seen.actions)
     assert (stats["white_level"] - stats["black_level"]) < 0.5
     assert not [a for a in seen.actions if a.tool == "auto_levels"]
+
+
+def _black_points(seen) -> list:
+    """The low-contrast finding's own black points (the veil finding reads its own on the dark channel)."""
+    return [a for a in seen.actions if a.tool == "levels" and a.rationale.startswith("tones span")]
+
+
+def test_lifted_blacks_get_a_black_point_and_the_whites_stay():
+    """Chelsea's whites sit at 0.72 by nature. With her blacks lifted, the fix is to take the blacks down, not to
+    stretch her whites to white as auto levels did (it harmed her lifted-blacks, flat and log-profile cases)."""
+    cat = rgb("chelsea")
+    lifted = cat * 0.8 + 0.2
+    stats = image_statistics(lifted)
+    seen = RulePerceiver().perceive(stats, 8, CLASSIC)
+    assert next(f for f in seen.findings if f.check == "low contrast").defect
+    points = _black_points(seen)
+    assert points and not any(a.tool == "auto_levels" for a in seen.actions)
+    for action in points:
+        assert 0.1 < action.params["black"] < stats["black_level"]  # most of the way, never past the blacks
+        out = default_registry().call("levels", lifted, action.params)[0]
+        assert abs(image_statistics(out)["black_level"] - image_statistics(cat)["black_level"]) < 0.08
+    assert not image_statistics(cat)["black_level"] > 0.15  # the clean cat has no low-contrast finding to act on
+
+
+def test_a_photo_narrow_by_nature_gets_no_black_point_even_once_an_edit_widened_it():
+    """The clock's face spans 0.44..0.90: a scene's own tones, not a fade. A darker gamma that the search tries first
+    widens the span past half the range; read there alone, a black point would be proposed (and was kept: SSIM 0.75
+    to the clock). The span the photo came with is what decides (the search hands it on as photo_span)."""
+    clock = rgb("clock")
+    darker = default_registry().call("gamma", clock, {"gamma": 0.8})[0]
+    came, now = image_statistics(clock), image_statistics(darker)
+    assert came["white_level"] - came["black_level"] < 0.5 <= now["white_level"] - now["black_level"]
+    assert not _black_points(RulePerceiver().perceive(came, 8, CLASSIC))
+    assert _black_points(RulePerceiver().perceive(now, 8, CLASSIC))  # the state alone would get one
+    photo_span = came["white_level"] - came["black_level"]
+    assert not _black_points(RulePerceiver().perceive({**now, "photo_span": photo_span}, 8, CLASSIC))

@@ -166,6 +166,9 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
     current, current_score = image, reward.score(image, original)
     start_score = current_score.total
     levels = current_score.raw.get("level_step")  # the photo's own posterisation reading (photo_levels)
+    # its own tonal span, for the perceiver (a reward that reads no tone leaves it out)
+    came = {"photo_span": current_score.raw["white_level"] - current_score.raw["black_level"]} \
+        if {"white_level", "black_level"} <= current_score.raw.keys() else {}
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
     states, actions = [image], []
@@ -178,7 +181,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             on_step(step, settings.max_steps, f"step {step + 1}/{settings.max_steps}: perceiving")
         t = time.perf_counter()
         crops = texture_crops(current)
-        stats = image_statistics(current, crops, known=photo_levels(levels, actions))
+        stats = {**image_statistics(current, crops, known=photo_levels(levels, actions)), **came}
         proposals = perceiver.propose(stats, settings.candidates, tools.names(), tried, image=current, crops=crops)
         trace.add("perceiver", agent, f"proposed {len(proposals)} actions", started=t, round=step,
                   outputs={"actions": [c.as_dict() for c in proposals]})

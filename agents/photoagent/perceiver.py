@@ -138,6 +138,12 @@ def _full_range(span: float, clips: Iterable[float], why: str) -> list[ToolCall]
     return _at("auto_levels", "clip_percent", clips, why) if span * MAX_STRETCH >= 1.0 else []
 
 
+def _black_point(span: float, black: float, why: str) -> list[ToolCall]:
+    """The blacks taken down to black (levels), the whites left where they are: only where the tonal span is at least
+    1 / MAX_STRETCH, as for auto levels (a span narrower than that is a scene's own: a clock face, a brick wall)."""
+    return _at("levels", "black", (round(black * 0.8, 3), round(black - 0.02, 3)), why) if span * MAX_STRETCH >= 1.0 else []
+
+
 def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | None = None
               ) -> list[tuple[Finding, list[ToolCall]]]:
     out: list[tuple[Finding, list[ToolCall]]] = []
@@ -165,7 +171,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     calls = []
     if flat:
         gain = min(MAX_STRETCH, 0.9 / max(span, 0.1)) - 1
-        calls = (_full_range(span, (0.3, 1.0), why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
+        calls = (_black_point(min(span, stats.get("photo_span", span)), black, why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
                  + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 
