@@ -149,4 +149,7 @@ def test_a_photo_narrow_by_nature_gets_no_black_point_even_once_an_edit_widened_
     assert not _black_points(RulePerceiver().perceive(came, 8, CLASSIC))
     assert _black_points(RulePerceiver().perceive(now, 8, CLASSIC))  # the state alone would get one
     photo_span = came["white_level"] - came["black_level"]
-    assert not _black_points(RulePerceiver().perceive({**now, "photo_span": photo_span}, 8, CLASSIC))
+    seen = RulePerceiver().perceive({**now, "photo_span": photo_span}, 8, CLASSIC)
+    assert not _black_points(seen)
+    finding = next(f for f in seen.findings if f.check == "low contrast")  # the trace says why
+    assert finding.defect and "no black point" in finding.reason and f"{photo_span:.2f}" in finding.reason

@@ -171,8 +171,11 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     calls = []
     if flat:
         gain = min(MAX_STRETCH, 0.9 / max(span, 0.1)) - 1
-        calls = (_black_point(min(span, stats.get("photo_span", span)), black, why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
+        came = min(span, stats.get("photo_span", span))  # the photo as it came decides, not an edit the search tried
+        calls = (_black_point(came, black, why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
                  + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
+        if came * MAX_STRETCH < 1.0:
+            why += f"; no black point: the photo came with a span of {came:.2f}, under half the range (the scene's own)"
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 
     veil = stats.get("veil", 0.0)
