@@ -135,13 +135,23 @@ def _penalised(stats: Mapping[str, float], penalty: str, check: str, limit: floa
 
 def _full_range(span: float, clips: Iterable[float], why: str) -> list[ToolCall]:
     """Auto levels (the tonal span mapped to 0..1), only where that is at most MAX_STRETCH times the span."""
-    return _at("auto_levels", "clip_percent", clips, why) if span * MAX_STRETCH >= 1.0 else []
+    return _at("auto_levels", "clip_percent", clips, why) if _stretchable(span) else []
+
+
+def _stretchable(span: float) -> bool:
+    """A tonal span that mapping to the full range at most doubles (MAX_STRETCH); a narrower one is a scene's own."""
+    return span * MAX_STRETCH >= 1.0
+
+
+def _black_levels(level: float) -> list[float]:
+    """Black points most of the way down to a floor the blacks were lifted to: 0.8 of it, and 0.02 under it."""
+    return sorted({round(level * 0.8, 3), round(level - 0.02, 3)})
 
 
 def _black_point(span: float, black: float, why: str) -> list[ToolCall]:
-    """The blacks taken down to black (levels), the whites left where they are: only where the tonal span is at least
-    1 / MAX_STRETCH, as for auto levels (a span narrower than that is a scene's own: a clock face, a brick wall)."""
-    return _at("levels", "black", (round(black * 0.8, 3), round(black - 0.02, 3)), why) if span * MAX_STRETCH >= 1.0 else []
+    """The blacks taken down to black (levels), the whites left where they are: only where the tonal span is
+    stretchable, as for auto levels (a span narrower than that is a scene's own: a clock face, a brick wall)."""
+    return _at("levels", "black", _black_levels(black), why) if _stretchable(span) else []
 
 
 def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | None = None
@@ -174,7 +184,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         came = min(span, stats.get("photo_span", span))  # the photo as it came decides, not an edit the search tried
         calls = (_black_point(came, black, why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
                  + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
-        if came * MAX_STRETCH < 1.0:
+        if not _stretchable(came):
             why += f"; no black point: the photo came with a span of {came:.2f}, under half the range (the scene's own)"
     out.append((Finding("low contrast", black, LIFTED_BLACK, flat, why), calls))
 
@@ -192,7 +202,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         # First the veil taken out in linear light, where haze, a lens's glare and a fade in the light lay it
         # (tools/restore.dehaze: it keeps the midtones in their place); then a black point in display values, where a
         # print's or an edit's fade lays it.
-        points = sorted({round(floor * 0.8, 3), round(floor - 0.02, 3)})
+        points = _black_levels(floor)
         calls = _at("dehaze", "strength", (1.0,), why) + _at("levels", "black", points, why)
         if stats["mean_luma"] > 0.5:  # midtones lifted with the blacks: darken them as well
             calls += _at("levels", "black", points[-1:], why, gamma=0.8)

@@ -155,7 +155,7 @@ class _Search:
         self.kernel: dict | None = None  # the photo's blur kernel this step, once estimated (photo_kernel)
         self.kernel_known = False
         self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
-        self.span: float | None = None  # the photo's own tonal span (white level - black level), from the same
+        self.span: float | None = None  # the photo's own tonal span (white level - black level), from the same root
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -166,9 +166,8 @@ class _Search:
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
                                                             known=self.carried(key))
-            if self.levels is None and key == self.root_key:  # the photo as it came (photo_levels)
-                self.levels = stats.get("level_step")
-                self.span = stats["white_level"] - stats["black_level"]
+            if key == self.root_key and self.span is None:  # the photo as it came (photo_levels, photo_span)
+                self.levels, self.span = stats.get("level_step"), stats["white_level"] - stats["black_level"]
             # how wide the photo's tones came: a black point is no fade's undoing on a scene narrow by nature, even
             # after an edit of the search's own (a darker gamma) widened it
             stats = {**stats, "photo_span": self.span} if self.span is not None else stats
