@@ -153,3 +153,16 @@ def test_a_photo_narrow_by_nature_gets_no_black_point_even_once_an_edit_widened_
     assert not _black_points(seen)
     finding = next(f for f in seen.findings if f.check == "low contrast")  # the trace says why
     assert finding.defect and "no black point" in finding.reason and f"{photo_span:.2f}" in finding.reason
+
+
+def test_a_cool_cast_goes_all_the_way_to_neutral_only_on_a_photo_grey_under_the_light():
+    """Full strength where most midtones sit at the cast's colour (a grey scene under a coloured light); on a
+    colourful scene, which may lean cool or warm by nature, the white balance stops short of neutral."""
+    cool = np.array([0.91, 0.79, 1.0], np.float32)  # the defect space's channel gains, which harmed the deep field
+    for name, full in (("hubble_deep_field", False), ("camera", True)):
+        img = np.clip(rgb(name) * cool, 0, 1)
+        stats = image_statistics(img)
+        wb = [a.params["strength"] for a in RulePerceiver().perceive(stats, 6, CLASSIC).actions
+              if a.tool == "white_balance"]
+        assert wb, name  # a cast either way
+        assert (max(wb) == 1.0) is full, (name, wb, stats["cast_share"])

@@ -41,6 +41,12 @@ CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond 
 # (metrics: neutral_share, cast_share). A round figure, not fitted: on the project's clean photos 0-55%, on the defect
 # space's colour casts at most 3.3%.
 NEUTRAL_AREA = 0.05
+# A cool cast or a tint is taken all the way to neutral only where at least this share of the midtones sits at the
+# cast's colour: a photo grey under the light (every surface takes its colour), where neutral is the scene's own. A
+# colourful scene may lean cool or warm by nature (the deep field's nebulae, a dusk sky), and full strength then
+# overshoots it. On the defect space's tuned families the casts of photos grey under the light read 0.29-0.99, those
+# of colourful photos 0-0.015; a round figure between them.
+FULL_CAST_SHARE = 0.25
 NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
 BLOCKY = 1.3  # typical step across the JPEG 8x8 grid over those inside it: 1.04-1.16 on clean photos, 1.8-3.5 at quality 6-25
@@ -250,8 +256,8 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             if direction == "warm":  # never all the way to neutral: the light may be warm on purpose
                 keep = CAST_LIMIT[direction] * 0.5 / cast
                 strengths = (round(1 - keep, 2), round(0.75 * (1 - keep), 2))
-            else:
-                strengths = (0.6, 0.85, 1.0)
+            else:  # all the way to neutral only where the photo is grey under the light (FULL_CAST_SHARE)
+                strengths = (0.6, 0.85, 1.0) if at_cast >= FULL_CAST_SHARE else (0.6, 0.85)
             calls = _at("white_balance", "strength", strengths, why)
         out.append((Finding("colour cast", cast, limit, found, why), calls))
 
