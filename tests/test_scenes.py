@@ -166,3 +166,5 @@ def test_a_cool_cast_goes_all_the_way_to_neutral_only_on_a_photo_grey_under_the_
               if a.tool == "white_balance"]
         assert wb, name  # a cast either way
         assert (max(wb) == 1.0) is full, (name, wb, stats["cast_share"])
+        reason = next(f.reason for f in RulePerceiver().perceive(stats, 6, CLASSIC).findings if f.check == "colour cast")
+        assert ("not all the way to neutral" in reason) is not full, reason  # the trace says why it stops short

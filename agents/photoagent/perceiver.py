@@ -256,8 +256,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             if direction == "warm":  # never all the way to neutral: the light may be warm on purpose
                 keep = CAST_LIMIT[direction] * 0.5 / cast
                 strengths = (round(1 - keep, 2), round(0.75 * (1 - keep), 2))
-            else:  # all the way to neutral only where the photo is grey under the light (FULL_CAST_SHARE)
-                strengths = (0.6, 0.85, 1.0) if at_cast >= FULL_CAST_SHARE else (0.6, 0.85)
+            elif at_cast >= FULL_CAST_SHARE:  # a photo grey under the light: all the way to neutral
+                strengths = (0.6, 0.85, 1.0)
+            else:
+                strengths = (0.6, 0.85)
+                why += (f"; not all the way to neutral: only {at_cast:.0%} of the midtones sit at the cast (under "
+                        f"{FULL_CAST_SHARE:.0%}: a colourful scene, which may lean {direction} by nature)")
             calls = _at("white_balance", "strength", strengths, why)
         out.append((Finding("colour cast", cast, limit, found, why), calls))
 
