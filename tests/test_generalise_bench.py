@@ -70,6 +70,21 @@ def test_the_report_counts_what_the_rows_say(rows, capsys):
     assert "jpeg(quality=" in out  # the case's label, in the detail
 
 
+def test_a_distorted_photo_with_no_original_is_reported_apart_with_its_no_reference_scores(rows, capsys):
+    """I19 (a heavy JPEG among IQA-PyTorch's calibration images) has no clean original: it is neither a clean photo
+    whose edits count as harm nor a degraded case, and the report gives its BRISQUE and NIQE before and after."""
+    jpeg = bench.run_case("I19", "distorted", 0, 256, methods=("mcts", "none"))
+    assert (jpeg["group"], jpeg["before"]) == ("distorted", (1.0, 0.0))
+    scores = jpeg["no_reference"]
+    assert set(scores) == {"input", "mcts", "none"} and scores["none"] == scores["input"]
+    assert all(np.isfinite(v).all() for v in scores.values())
+    summary = bench.report([*rows, jpeg], ("mcts", "none"))
+    out = capsys.readouterr().out
+    assert summary[("group", "all")]["n"] == 2  # chelsea's two degraded cases only
+    assert summary[("clean", "clean")]["n"] == 1 and ("clean", "other") not in summary
+    assert f"I19: BRISQUE {scores['input'][0]:.1f}, NIQE {scores['input'][1]:.2f} as it is" in out
+
+
 def test_autolevel_gamma_stretches_jointly_and_brings_each_mean_to_a_half():
     rng = np.random.default_rng(0)
     img = np.empty((64, 64, 3), np.float32)
