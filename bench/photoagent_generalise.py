@@ -290,8 +290,8 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
               "moved the photo (SSIM, ΔE to the input), BRISQUE and NIQE before -> after (lower is better)")
         for r in distorted:
             nr = r["no_reference"]
-            print(f"  {r['photo']}: BRISQUE {nr['input'][0]:.1f}, NIQE {nr['input'][1]:.2f} as it is; mcts: "
-                  + (", ".join(r["actions"].get("mcts", [])) or "no edit"))
+            edits = f"; mcts: {', '.join(r['actions']['mcts']) or 'no edit'}" if "mcts" in r["actions"] else ""
+            print(f"  {r['photo']}: BRISQUE {nr['input'][0]:.1f}, NIQE {nr['input'][1]:.2f} as it is{edits}")
             for m in methods:
                 print(f"    {m:<16} SSIM {r['after'][m][0]:.3f}, ΔE {r['after'][m][1]:.2f}; "
                       f"BRISQUE {nr[m][0]:.1f}, NIQE {nr[m][1]:.2f}")
