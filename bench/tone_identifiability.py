@@ -22,7 +22,8 @@ from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 
 from edit_agents.agents.metrics import global_statistics  # noqa: E402
 
-CLEAN = EVALUATION + CALIBRATION + ("retina", "I03", "I19")
+# I03 and I19 are distorted images (a heavy blur, a heavy JPEG: photoagent_generalise.NO_REFERENCE), not clean photos
+CLEAN = EVALUATION + CALIBRATION + ("retina",)
 DARKER = ("gain-linear", "gamma-dark", "curve-dark", "crushed-blacks", "compressed-highlights")
 BRIGHTER = ("over-gain-linear", "gamma-bright", "clipped-highlights")
 
