@@ -68,6 +68,7 @@ OTHER_CLEAN = CALIBRATION + ("retina",)
 # blurred heavily, I19 compressed heavily as a JPEG. Counted as clean photos until 2026-11-27, when a look at them
 # showed it: I19's deblock was counted as a harm. Run beside the clean photos, reported apart.
 NO_REFERENCE = ("I03", "I19")
+AS_IS = ("clean", "distorted")  # the families run on the photo as it is, compared with itself: no degraded case
 
 METHODS = ("mcts", "autocontrast", "autolevel-gamma", "clahe", "none")
 HARM_SSIM, HARM_DE = 0.02, 1.0  # a drop in SSIM, a rise in ΔE, beyond which a case counts as harmed
@@ -158,7 +159,7 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
     bad = np.array(bad, np.float32)  # its own writable copy, whatever make returned
     # a defect that changes nothing (a saturation change on a black-and-white photo) makes no degraded case: the
     # photo is clean and is counted with the clean ones
-    as_is = family in ("clean", "distorted")  # compared with itself: how far each method moved it
+    as_is = family in AS_IS  # compared with itself: how far each method moved it
     unchanged = not as_is and float(np.abs(bad - clean).max()) < 0.5 / 255
     before = (1.0, 0.0) if as_is or unchanged else (ssim(bad, clean), delta_e(bad, clean))
     row = {"photo": photo, "family": family, "group": "distorted" if family == "distorted" else case.group,
@@ -221,14 +222,14 @@ def _stats(rows: list[dict], method: str) -> dict:
 
 def summarise(rows: list[dict], methods: tuple[str, ...]) -> dict:
     """Counts and means per family, per group, over every degraded case ("all") and over the clean photos."""
-    degraded = [r for r in rows if r["family"] not in ("clean", "distorted") and not r.get("unchanged")]
+    degraded = [r for r in rows if r["family"] not in AS_IS and not r.get("unchanged")]
     sets = {}
     for family in dict.fromkeys(r["family"] for r in degraded):
         sets[("family", family)] = [r for r in degraded if r["family"] == family]
     for group in defects.GROUPS:
         sets[("group", group)] = [r for r in degraded if r["group"] == group]
     sets[("group", "all")] = degraded
-    evaluation = {r["photo"] for r in rows if r["family"] not in ("clean", "distorted")} or set(EVALUATION)
+    evaluation = {r["photo"] for r in rows if r["family"] not in AS_IS} or set(EVALUATION)
     sets[("clean", "clean")] = [r for r in rows if r["family"] == "clean" and r["photo"] in evaluation]
     sets[("clean", "other")] = [r for r in rows if r["family"] == "clean" and r["photo"] not in evaluation]
     sets[("clean", "unchanged")] = [r for r in rows if r.get("unchanged")]
@@ -368,8 +369,7 @@ def main() -> None:
               f"wall mean {statistics.mean(r['wall']['mcts'] for r in rows):.2f} s per case")  # scoring included
     if a.json:
         for r in rows:
-            r["closer"] = {m: r["family"] not in ("clean", "distorted") and closer(r["before"], r["after"][m])
-                           for m in methods}
+            r["closer"] = {m: r["family"] not in AS_IS and closer(r["before"], r["after"][m]) for m in methods}
             r["harmed"] = {m: r["family"] != "distorted" and harmed(r["before"], r["after"][m]) for m in methods}
         Path(a.json).write_text(json.dumps({"side": a.side, "seed": a.seed, "methods": methods, "rows": rows},
                                            indent=1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -115,6 +115,15 @@ def photo_levels(levels: float | None, calls: Iterable[ToolCall]) -> dict[str, f
     return {} if levels is None or any(c.tool == "deband" for c in calls) else {"level_step": levels}
 
 
+def photo_span(stats: Mapping[str, float]) -> dict[str, float]:
+    """The tonal span the photo came with (white level - black level), for the perceiver's ``photo_span``: a black
+    point is no fade's undoing on a scene narrow by nature, even once an edit widened it. Empty where the statistics
+    read no tone."""
+    if {"white_level", "black_level"} <= stats.keys():
+        return {"photo_span": stats["white_level"] - stats["black_level"]}
+    return {}
+
+
 def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[ToolCall, str]], current: np.ndarray,
                  original: np.ndarray, trace: Trace, agent: str, step: int,
                  should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = (),
@@ -166,9 +175,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
     current, current_score = image, reward.score(image, original)
     start_score = current_score.total
     levels = current_score.raw.get("level_step")  # the photo's own posterisation reading (photo_levels)
-    # its own tonal span, for the perceiver (a reward that reads no tone leaves it out)
-    came = {"photo_span": current_score.raw["white_level"] - current_score.raw["black_level"]} \
-        if {"white_level", "black_level"} <= current_score.raw.keys() else {}
+    came = photo_span(current_score.raw)  # its own tonal span, for the perceiver
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
     states, actions = [image], []

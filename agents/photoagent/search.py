@@ -28,7 +28,7 @@ import numpy as np
 from ...tools.imageops import resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import failed_call, kept_nothing, model_reading, photo_levels, rescore_best
+from .enhance import failed_call, kept_nothing, model_reading, photo_levels, photo_span, rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
 from ..reward import ClassicReward, spare_thread, torch_threads
@@ -155,7 +155,7 @@ class _Search:
         self.kernel: dict | None = None  # the photo's blur kernel this step, once estimated (photo_kernel)
         self.kernel_known = False
         self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
-        self.span: float | None = None  # the photo's own tonal span (white level - black level), from the same root
+        self.span: dict[str, float] | None = None  # the photo's own tonal span (enhance.photo_span), from the same root
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -167,10 +167,8 @@ class _Search:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
                                                             known=self.carried(key))
             if key == self.root_key and self.span is None:  # the photo as it came (photo_levels, photo_span)
-                self.levels, self.span = stats.get("level_step"), stats["white_level"] - stats["black_level"]
-            # how wide the photo's tones came: a black point is no fade's undoing on a scene narrow by nature, even
-            # after an edit of the search's own (a darker gamma) widened it
-            stats = {**stats, "photo_span": self.span} if self.span is not None else stats
+                self.levels, self.span = stats.get("level_step"), photo_span(stats)
+            stats = {**stats, **(self.span or {})}
             root = self.statistics.get(self.root_key)
             if root is not None and key != self.root_key:
                 # how bright the photo came: a state the search darkened itself is no under-exposed photo
