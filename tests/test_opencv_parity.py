@@ -108,3 +108,22 @@ def test_a_broken_opencv_is_left_out_with_a_warning(monkeypatch, caplog):
     finally:
         monkeypatch.delitem(sys.modules, "cv2")
         imageops._installed_opencv.cache_clear()
+
+
+def test_a_thumbnail_of_a_large_photo_samples_it_and_looks_like_its_full_average():
+    """A thumbnail of a photo many times its size is averaged from every few pixels (imageops.THUMB_SAMPLES per
+    thumbnail pixel along a side), not from all of them: it stays within a few levels of the full area average."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:1200, 0:1600].astype(np.float32)
+    photo = np.stack([xx / 1600, yy / 1200, 0.5 + 0.3 * np.sin(xx / 90) * np.cos(yy / 70)], axis=2)
+    photo = np.clip(photo + rng.normal(0, 0.05, photo.shape), 0, 1).astype(np.float32)  # fine grain to alias
+    url = imageops.thumbnail_data_url(photo, side=64, quality=95)
+    thumb = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))), np.float64)
+    full = imageops.resize(photo, (64, 48), "area") * 255
+    assert thumb.shape == full.shape
+    assert np.abs(thumb - full).mean() < 3.0, np.abs(thumb - full).mean()

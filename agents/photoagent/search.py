@@ -477,6 +477,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         sims_before, hits_before, tokens_before = search.simulations, search.hits, _reward_tokens(reward)
         with torch_threads(1 if pool is not None else None):  # the spare thread has the other core
             root = search.run(root_state(current, s.preview_side), should_stop)
+        searched = time.perf_counter() - t  # the search alone: the tree view's thumbnails below are no simulations
         seen = search.perceptions.get(root.key)
         if seen is not None:
             perceptions.append(seen)
@@ -489,7 +490,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
                                     f"{search.hits - hits_before} cache hits", started=t, round=step,
                   outputs={"tree": tree, "proposals": [c.as_dict() for c in root.proposals or []],
                            "memory": [m.line() for m in search.memory],
-                           "perceiver_calls": search.perceiver_calls})
+                           "perceiver_calls": search.perceiver_calls, "search_s": round(searched, 4)})
         if not root.children:
             trace.add("loop", agent, "stop: nothing to try (the perceiver found no clear defect)", round=step)
             break
