@@ -515,3 +515,26 @@ def test_posterisation_is_seen_scored_and_smoothed_by_the_search(photos, name, l
     assert image_statistics(result.image)["level_step"] < STEP_LIMIT
     assert ssim(result.image) > ssim(bad) + 0.01
     assert not {"sharpen", "deconvolve"} & {a.tool for a in result.actions}  # they would steepen the steps again
+
+
+@pytest.mark.parametrize("name,index", [("astronaut", 0), ("rocket", 0)])
+def test_a_gaussian_blur_gets_a_gaussian_deconvolution_and_the_search_keeps_it(photos, name, index):
+    """The astronaut's mildest Gaussian blur shows no ring in the cepstrum, and the rocket's widest one a ring too
+    small for it (before: an unsharp mask, and a disc whose deconvolution hardly changed the photo). The spectrum's
+    fall-off gives the width, and the search keeps the deconvolution."""
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from skimage.metrics import structural_similarity
+
+    img = np.ascontiguousarray(resize_longest(photos[name], 512))
+    bad, case = make(img, name, "gaussian-blur", index)
+    sigma = dict(case.parts[0][1])["sigma"]
+    calls = [a for a in perceive(bad).actions if a.tool == "deconvolve"]
+    assert calls and calls[0].params["kind"] == "gaussian", (case.label(), perceive(bad).actions)
+    assert abs(calls[0].params["sigma"] - sigma) < 0.2, (case.label(), calls[0])
+    assert not {"deconvolve", "sharpen"} & {a.tool for a in perceive(img).actions}
+    result = mcts_enhance(bad, default_registry().subset(categories=["classic"]))
+    assert "deconvolve" in {a.tool for a in result.actions}, result.actions
+
+    def ssim(a):
+        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    assert ssim(result.image) > ssim(bad) + 0.03, (case.label(), result.actions)

@@ -27,6 +27,21 @@ MIN_CONFIDENCE = 0.25  # below this estimate_blur says "none" and deconvolve lea
 # line (the moon's JPEG texture reads as a 4-10 px horizontal line at +0.9 to +1.7). Full trust at or below the first
 # figure, none at or above the second.
 MOTION_ANISOTROPY = (-1.5, -0.75)
+# A Gaussian blur is read from how fast the spectrum falls (_gaussian_sigma), between these frequencies (cycles per px:
+# above the photo's own layout, below where noise and 8-bit steps flatten it). On the native-resolution crops of the
+# project's clean photos it reads -0.6 to 0.6 px (the median of four; 0.79 on one crop at most); on the defect space's
+# Gaussian blurs (sigma 1.0-2.5) within 0.1 of their sigma up to 2 px (2.49 reads 2.13); on its motion blurs,
+# over-smoothing, over-sharpening, JPEG, quantisation and noise 0.89 at most (a crop); on its defocus discs -0.8 to
+# 0.6, except the smallest (radius 1.8: 1.23-1.30), which the cepstrum reads as discs.
+GAUSS_BAND = (0.03, 0.33)
+GAUSS_SIGMA = (0.9, 1.2)  # no trust at or below the first, full trust at or above the second
+# A Gaussian kernel is round: the fall-off's narrowest width over its widest (_gaussian_widths) is 0.72-0.99 on the
+# defect space's Gaussian blurs (a photo's own texture leans one way); below this the blur is not round, and a round
+# kernel would sharpen the narrow way too much (found on the held-out anisotropic blurs; the limit set on the tuned
+# family: docs/generalisation.md)
+GAUSS_ISOTROPY = 0.6
+NOISE_BAND = 0.42  # cycles per px: beyond this a blurred photo's spectrum is its noise floor
+FLOOR_MARGIN = 3.0  # the fit reads frequencies whose power stands this many floors above the floor
 
 
 # --- measures -------------------------------------------------------------------------
@@ -304,23 +319,86 @@ def _along_over_across(power: np.ndarray, length: float, angle: float) -> float:
     return float(np.log((along.mean() + 1e-20) / (across.mean() + 1e-20)))
 
 
+def _fall_off(power: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """What the Gaussian fits read of a power spectrum (centred, ``_cepstrum``'s): each sample's frequency (fy, fx and
+    f, cycles per px) and its log power, within GAUSS_BAND. Noise and 8-bit steps lay a flat floor under the spectrum,
+    which a blur cannot push below: it is taken off, and only what stands FLOOR_MARGIN floors above it is read.
+    None where too little is left to fit."""
+    n = power.shape[0]
+    c = n // 2
+    yy, xx = np.mgrid[-c:n - c, -c:n - c] / n
+    f = (_radii(n) / n).ravel()
+    p = power.ravel()
+    floor = float(np.median(p[f > NOISE_BAND]))
+    above = p - floor
+    band = (f > GAUSS_BAND[0]) & (f < GAUSS_BAND[1]) & (above > FLOOR_MARGIN * floor)
+    if band.sum() < 50:
+        return None
+    return yy.ravel()[band], xx.ravel()[band], f[band], np.log(above[band] + 1e-20)
+
+
+def _width(curvature: float) -> float:
+    """A Gaussian's width (px) from the curvature c of the log power in f^2: sigma = sqrt(c) / (2 pi), negative where
+    the fall-off bends the other way."""
+    return float(np.sign(curvature) * math.sqrt(abs(curvature)) / (2 * math.pi))
+
+
+def _gaussian_sigma(power: np.ndarray) -> float:
+    """The width (px) of a Gaussian blur that the photo's power spectrum falls off by. A photo's spectrum falls as a
+    power of the frequency, a Gaussian blur of sigma multiplies it by exp(-4 pi^2 sigma^2 f^2): a least-squares fit
+    of the log power by a + b log f - c f^2 (``_fall_off``) gives sigma. A Gaussian's spectrum has no zeros, so the
+    cepstrum, which looks for them, cannot measure one."""
+    read = _fall_off(power)
+    if read is None or read[2].max() < 2 * GAUSS_BAND[0]:
+        return 0.0
+    _, _, f, log_power = read
+    design = np.stack([np.ones(len(f)), np.log(f), f ** 2], axis=1)
+    return _width(-np.linalg.lstsq(design, log_power, rcond=None)[0][2])
+
+
+def _gaussian_widths(power: np.ndarray) -> tuple[float, float]:
+    """The widest and narrowest fall-off of the spectrum over directions (px, as ``_gaussian_sigma``): the same
+    fit with a quadratic form in (fy, fx) in place of f^2, whose eigenvalues give the Gaussian's two widths."""
+    read = _fall_off(power)
+    if read is None:
+        return 0.0, 0.0
+    fy, fx, f, log_power = read
+    design = np.stack([np.ones(len(f)), np.log(f), fy * fy, 2 * fy * fx, fx * fx], axis=1)
+    coef = np.linalg.lstsq(design, log_power, rcond=None)[0]
+    wide, narrow = np.linalg.eigvalsh(-np.array([[coef[2], coef[3]], [coef[3], coef[4]]]))[::-1]
+    return _width(wide), _width(narrow)
+
+
 def _radii(n: int) -> np.ndarray:
     c = n // 2
     yy, xx = np.mgrid[-c:n - c, -c:n - c]
     return np.hypot(yy, xx)
 
 
+def gaussian_confidence(sigma: float, isotropy: float) -> float:
+    """How surely a blur read by ``_gaussian_sigma`` as ``sigma`` px, ``isotropy`` round (``_gaussian_widths``), is
+    a round Gaussian (GAUSS_SIGMA, GAUSS_ISOTROPY)."""
+    lo, hi = GAUSS_SIGMA
+    return round(float(np.clip((sigma - lo) / (hi - lo), 0.0, 1.0)), 3) if isotropy >= GAUSS_ISOTROPY else 0.0
+
+
 def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
-    """The blur of a photo from its cepstrum: ``{"kind": "none" | "defocus" | "motion", "radius": px (defocus),
-    "length": px and "angle": degrees counter-clockwise from horizontal (motion), "confidence": 0..1}``.
-    ``kind`` "defocus" or "motion" reports the best kernel of that family even where the photo looks sharp."""
+    """The blur of a photo: ``{"kind": "none" | "defocus" | "motion" | "gaussian", "radius": px (defocus),
+    "length": px and "angle": degrees counter-clockwise from horizontal (motion), "sigma": px (the Gaussian the
+    spectrum falls off by, read whatever the kind), "confidence": 0..1}``. Defocus and motion from the cepstrum
+    (their kernels' zeros), a Gaussian from the spectrum's fall-off (it has no zeros). ``kind`` "defocus", "motion"
+    or "gaussian" reports the best kernel of that family even where the photo looks sharp."""
     lum = np.asarray(lum, np.float32)
     lum = lum[:, :, 0] if lum.ndim == 3 else lum
-    none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "confidence": 0.0}
+    none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": 0.0, "isotropy": 0.0,
+            "confidence": 0.0}
     spectra = _cepstrum(lum)
     if spectra is None:
         return none
     cep, power = spectra
+    sigma = round(_gaussian_sigma(power), 2)
+    wide, narrow = _gaussian_widths(power)
+    none["sigma"], none["isotropy"] = sigma, round(narrow / wide, 3) if wide > 0 else 0.0
     n = cep.shape[0]
     c = n // 2
     rr = _radii(n)
@@ -348,25 +426,37 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     at_length = profile[min(round(length * 2), len(profile) - 1)]
     isotropy = float(at_length / cep[at]) if cep[at] < 0 else 0.0  # a ring is as deep all round; a point is not
     defocus = {"kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2), "length": 0.0, "angle": 0.0,
-               "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)), 3)}
+               "sigma": sigma, "isotropy": none["isotropy"], "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)), 3)}
     full, none_at = MOTION_ANISOTROPY
     smeared = float(np.clip((none_at - _along_over_across(power, length, angle)) / (none_at - full), 0, 1))
     motion = {"kind": "motion", "radius": 0.0, "length": round(length, 2), "angle": round(angle, 1) % 180.0,
-              "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
+              "sigma": sigma, "isotropy": none["isotropy"], "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
                                         * np.clip((0.4 - isotropy) / 0.2, 0, 1) * smeared), 3)}
-    if kind in ("defocus", "motion"):
-        return defocus if kind == "defocus" else motion
+    gaussian = {**none, "kind": "gaussian", "confidence": gaussian_confidence(sigma, none["isotropy"])}
+    if kind in ("defocus", "motion", "gaussian"):
+        return {"defocus": defocus, "motion": motion, "gaussian": gaussian}[kind]
     best = max(defocus, motion, key=lambda e: e["confidence"])
+    # a disc of radius r falls off like a Gaussian of about r / 2 up to its first zero (read here at most 0.75 r):
+    # a fall-off wider than the disc's own radius is a Gaussian's, whatever ring the cepstrum shows
+    if gaussian["confidence"] >= MIN_CONFIDENCE and (best["confidence"] < MIN_CONFIDENCE or (
+            best["kind"] == "defocus" and sigma > best["radius"])):
+        return gaussian
     return best if best["confidence"] >= MIN_CONFIDENCE else {**none, "confidence": best["confidence"]}
 
 
 # --- deconvolution ----------------------------------------------------------------------
 
-def blur_kernel(kind: str, radius: float = 0.0, length: float = 0.0, angle: float = 0.0) -> np.ndarray:
-    """The point spread function: a disc of ``radius`` px (defocus) or a line ``length`` px long at ``angle``
-    degrees counter-clockwise (motion), antialiased by supersampling, summing to 1."""
+def blur_kernel(kind: str, radius: float = 0.0, length: float = 0.0, angle: float = 0.0,
+                sigma: float = 0.0) -> np.ndarray:
+    """The point spread function: a disc of ``radius`` px (defocus), a line ``length`` px long at ``angle``
+    degrees counter-clockwise (motion), antialiased by supersampling, or a Gaussian of ``sigma`` px (out to 3
+    sigma); summing to 1."""
     sub = 8
-    if kind == "defocus":
+    if kind == "gaussian":
+        half = max(1, math.ceil(3 * sigma))
+        g = np.exp(-0.5 * (np.arange(-half, half + 1) / max(sigma, 1e-3)) ** 2)
+        k = np.outer(g, g)
+    elif kind == "defocus":
         half = math.ceil(radius) + 1
         g = (np.arange((2 * half + 1) * sub) + 0.5) / sub - half - 0.5
         inside = (g[:, None] ** 2 + g[None, :] ** 2 <= radius * radius).astype(np.float64)
@@ -446,43 +536,53 @@ def _mirror(i: np.ndarray, n: int) -> np.ndarray:
     return np.where(i >= n, period - 1 - i, i)
 
 
-def _given(kind: str, radius: float, length: float, angle: float) -> dict | None:
-    """The kernel the sizes fix by themselves (a defocus radius > 0; a motion length > 0 and angle >= 0), else None."""
+def _given(kind: str, radius: float, length: float, angle: float, sigma: float = 0.0) -> dict | None:
+    """The kernel the sizes fix by themselves (a defocus radius > 0; a motion length > 0 and angle >= 0; a Gaussian
+    sigma > 0), else None."""
     if kind == "defocus" and radius > 0:
-        return {"kind": "defocus", "radius": radius, "length": 0.0, "angle": 0.0, "confidence": 1.0}
+        return {"kind": "defocus", "radius": radius, "length": 0.0, "angle": 0.0, "sigma": 0.0, "confidence": 1.0}
     if kind == "motion" and length > 0 and angle >= 0:
-        return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "confidence": 1.0}
+        return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "sigma": 0.0, "confidence": 1.0}
+    if kind == "gaussian" and sigma > 0:
+        return {"kind": "gaussian", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": sigma, "confidence": 1.0}
     return None
 
 
-def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float) -> dict:
-    """The kernel to undo: the given sizes where set (radius/length > 0, angle >= 0), the rest estimated."""
-    given = _given(kind, radius, length, angle)
+def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float, sigma: float = 0.0) -> dict:
+    """The kernel to undo: the given sizes where set (radius/length/sigma > 0, angle >= 0), the rest estimated."""
+    given = _given(kind, radius, length, angle, sigma)
     if given is not None:
         return given
-    if kind == "auto" and (radius > 0) != (length > 0):  # one size given: that family
-        kind = "defocus" if radius > 0 else "motion"
+    sizes = {"defocus": radius > 0, "motion": length > 0, "gaussian": sigma > 0}
+    if kind == "auto" and sum(sizes.values()) == 1:  # one size given: that family
+        kind = next(k for k, v in sizes.items() if v)
     found = estimate_blur(lum, kind)
     if found["kind"] == "motion":
         found = {**found, "length": length if length > 0 else found["length"],
                  "angle": angle if angle >= 0 else found["angle"]}
     elif found["kind"] == "defocus" and radius > 0:
         found = {**found, "radius": radius}
+    elif found["kind"] == "gaussian" and sigma > 0:
+        found = {**found, "sigma": sigma}
     return found
 
 
-def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.0):
-    """Undo defocus or motion blur with the kernel estimated from the photo (or given), by Wiener deconvolution
-    with a gradient penalty that grows with the noise, then a guard against ringing: the result may leave the
-    blurred photo's local range (within the kernel's reach) only a little."""
+def _kernel_of(blur: dict) -> np.ndarray:
+    return blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"], blur.get("sigma", 0.0))
+
+
+def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.0, sigma=0.0):
+    """Undo defocus, motion or Gaussian blur with the kernel estimated from the photo (or given), by Wiener
+    deconvolution with a gradient penalty that grows with the noise, then a guard against ringing: the result may
+    leave the blurred photo's local range (within the kernel's reach) only a little."""
     lum = luminance(img)
     if kind == "none":  # pinned: the whole photo showed no blur
         return ToolOutput(img, ["no blur to undo was found in the photo"])
-    blur = _resolve(lum, kind, float(radius), float(length), float(angle))
+    blur = _resolve(lum, kind, float(radius), float(length), float(angle), float(sigma))
     if blur["kind"] == "none" or strength <= 0 or min(lum.shape) < 3:
         return ToolOutput(on_color(lambda c: c)(img), [
-            f"no defocus or motion blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
-    psf = blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"])
+            f"no defocus, motion or Gaussian blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
+    psf = _kernel_of(blur)
     sigma = _noise_sigma(lum)
     # the penalty: enough to keep noise and 8-bit steps from being amplified; lower strength = more penalty
     balance = (1000 * sigma * sigma + 3e-3) * 10 ** (1.5 * (0.7 - strength))
@@ -501,18 +601,20 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
         sharp *= min(1.0, strength / 0.7)
         sharp += c
         return sharp
-    what = (f"a defocus blur of radius {blur['radius']:.1f} px" if blur["kind"] == "defocus" else
-            f"a motion blur of {blur['length']:.1f} px at {blur['angle']:.0f} degrees")
+    what = {"defocus": f"a defocus blur of radius {blur['radius']:.1f} px",
+            "motion": f"a motion blur of {blur['length']:.1f} px at {blur['angle']:.0f} degrees",
+            "gaussian": f"a Gaussian blur of sigma {blur.get('sigma', 0.0):.1f} px"}[blur["kind"]]
     return ToolOutput(on_color(f)(img), [f"deconvolved {what} (confidence {blur['confidence']:.2f})"])
 
 
 def _deconvolve_forward(img, params):
     """The blur the deconvolution undid, applied again to its result: the photo it says it was given. Only for a
     kernel the params fix (the rule perceiver's calls give its size); an estimated one is not known here."""
-    blur = _given(params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]))
+    blur = _given(params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]),
+                  float(params.get("sigma", 0.0)))
     if blur is None:
         return None
-    psf = blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"]).astype(np.float32)
+    psf = _kernel_of(blur).astype(np.float32)
     return on_color(lambda c: np.stack([ndimage.convolve(c[:, :, k], psf, mode="nearest")
                                         for k in range(c.shape[2])], axis=2))(img)
 
@@ -520,10 +622,13 @@ def _deconvolve_forward(img, params):
 def _deconvolve_pins(img, params):
     """The kernel measured on the whole photo (or its reduced copy), for its crops; sizes given stay given."""
     lum = luminance(img)
-    blur = _resolve(lum, params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]))
+    blur = _resolve(lum, params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]),
+                    float(params.get("sigma", 0.0)))
     if blur["kind"] == "none":
         return {"kind": "none"}
     pins = {"kind": blur["kind"]}
+    if blur["kind"] == "gaussian" and params.get("sigma", 0.0) <= 0:
+        pins["sigma"] = blur["sigma"]
     if blur["kind"] == "defocus" and params["radius"] <= 0:
         pins["radius"] = blur["radius"]
     if blur["kind"] == "motion":
@@ -990,18 +1095,20 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              deblock, keywords=("jpeg", "jpeg artifacts", "compression artifacts", "blocky", "blocks", "deblock",
                                 "mosquito noise", "pixelated", "low quality"),
              conflicts=("sharpen", "deconvolve", "deblock")),  # once the grid is gone, another pass only smooths
-    ToolSpec("deconvolve", "Undo defocus or motion blur with a kernel estimated from the photo.",
-             "Use for out-of-focus or shaken photos. The blur (a disc for defocus, a line for motion) is measured "
-             "from the photo's spectrum unless given; a sharp photo is left as it is. Stronger settings recover more "
-             "detail and amplify more noise.",
-             (Param("kind", "enum", "the blur to undo", default="auto", choices=("auto", "defocus", "motion")),
+    ToolSpec("deconvolve", "Undo defocus, motion or Gaussian blur with a kernel estimated from the photo.",
+             "Use for out-of-focus, shaken or softly blurred photos. The blur (a disc for defocus, a line for motion, "
+             "a Gaussian for a soft blur) is measured from the photo's spectrum unless given; a sharp photo is left "
+             "as it is. Stronger settings recover more detail and amplify more noise.",
+             (Param("kind", "enum", "the blur to undo", default="auto",
+                    choices=("auto", "defocus", "motion", "gaussian")),
               _F("strength", "how far to go", 0.7, 0.0, 1.0, "Higher = sharper, with more noise."),
               _F("radius", "defocus disc radius in pixels; 0 estimates it", 0.0, 0.0, 20.0, neutral=None, pixels=True),
               _F("length", "motion length in pixels; 0 estimates it", 0.0, 0.0, 40.0, neutral=None, pixels=True),
               _F("angle", "motion direction in degrees counter-clockwise from horizontal; -1 estimates it", -1.0,
-                 -1.0, 180.0, neutral=None)),
+                 -1.0, 180.0, neutral=None),
+              _F("sigma", "Gaussian blur width in pixels; 0 estimates it", 0.0, 0.0, 10.0, neutral=None, pixels=True)),
              deconvolve, keywords=("deblur", "out of focus", "defocus", "motion blur", "camera shake", "shaky",
                                    "blurry", "unsharp", "deconvolve"),
-             pins=_deconvolve_pins, pixel_pins=("radius", "length"), forward=_deconvolve_forward,
+             pins=_deconvolve_pins, pixel_pins=("radius", "length", "sigma"), forward=_deconvolve_forward,
              conflicts=("sharpen", "deconvolve")),  # one kernel undone once; a sharpen on top rings
 )

@@ -313,7 +313,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         # a line shorter than MIN_MOTION reads in the cepstrum like a small disc or a Gaussian, and a visible
         # JPEG grid puts peaks of its own on the axes at 8 px periods: neither estimate is trusted
         trusted = (kernel["kind"] != "none" and kernel["confidence"] >= BLUR_CONFIDENCE
-                   and (kernel["kind"] == "defocus" or kernel.get("length", 0.0) >= MIN_MOTION)
+                   and (kernel["kind"] != "motion" or kernel.get("length", 0.0) >= MIN_MOTION)
                    and stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID_STEP)  # a grid the reward marks down
         # motion blur spares the detail along its line, so the fine detail measured over every direction can read
         # as sharp: a trusted motion kernel is the evidence by itself
@@ -326,6 +326,7 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             # a measured kernel is undone by deconvolution; an unsharp mask only steepens what the kernel smeared
             # (along a motion line it adds edges across it), so it is left for softness with no kernel to measure
             size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
+                    {"sigma": round(kernel["sigma"], 2)} if kernel["kind"] == "gaussian" else
                     {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})
             why += (f"; {kernel['kind']} kernel estimated ({', '.join(f'{k} {v:g}' for k, v in size.items())}, "
                     f"confidence {kernel['confidence']:.2f}): deconvolve")
@@ -337,12 +338,20 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
 
 
 def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
-    """The blur kernel of the photo from its native-resolution crops: the most confident crop's estimate."""
+    """The blur kernel of the photo from its native-resolution crops: the most confident crop's estimate; a
+    Gaussian's width is the crops' median (one crop of flat sky or fine texture reads wider or narrower)."""
     from ...tools.imageops import luminance
-    from ...tools.restore import estimate_blur
+    from ...tools.restore import estimate_blur, gaussian_confidence
 
     found = [estimate_blur(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
-    return max(found, key=lambda k: k["confidence"]) if found else None
+    if not found:
+        return None
+    best = max(found, key=lambda k: k["confidence"])
+    if best["kind"] == "gaussian":
+        sigma = round(float(np.median([k["sigma"] for k in found])), 2)
+        isotropy = float(np.median([k["isotropy"] for k in found]))
+        best = {**best, "sigma": sigma, "confidence": gaussian_confidence(sigma, isotropy)}
+    return best
 
 
 class _Perceiver:
