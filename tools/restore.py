@@ -425,12 +425,12 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     depth_point, depth_ring = -float(cep[at]) / spread, -float(b) / spread
     at_length = profile[min(round(length * 2), len(profile) - 1)]
     isotropy = float(at_length / cep[at]) if cep[at] < 0 else 0.0  # a ring is as deep all round; a point is not
-    defocus = {"kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2), "length": 0.0, "angle": 0.0,
-               "sigma": sigma, "isotropy": none["isotropy"], "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)), 3)}
+    defocus = {**none, "kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2),
+               "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)), 3)}
     full, none_at = MOTION_ANISOTROPY
     smeared = float(np.clip((none_at - _along_over_across(power, length, angle)) / (none_at - full), 0, 1))
-    motion = {"kind": "motion", "radius": 0.0, "length": round(length, 2), "angle": round(angle, 1) % 180.0,
-              "sigma": sigma, "isotropy": none["isotropy"], "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
+    motion = {**none, "kind": "motion", "length": round(length, 2), "angle": round(angle, 1) % 180.0,
+              "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
                                         * np.clip((0.4 - isotropy) / 0.2, 0, 1) * smeared), 3)}
     gaussian = {**none, "kind": "gaussian", "confidence": gaussian_confidence(sigma, none["isotropy"])}
     if kind in ("defocus", "motion", "gaussian"):
@@ -583,9 +583,9 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
         return ToolOutput(on_color(lambda c: c)(img), [
             f"no defocus, motion or Gaussian blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
     psf = _kernel_of(blur)
-    sigma = _noise_sigma(lum)
+    noise = _noise_sigma(lum)
     # the penalty: enough to keep noise and 8-bit steps from being amplified; lower strength = more penalty
-    balance = (1000 * sigma * sigma + 3e-3) * 10 ** (1.5 * (0.7 - strength))
+    balance = (1000 * noise * noise + 3e-3) * 10 ** (1.5 * (0.7 - strength))
 
     def f(c):
         sharp = _wiener(c, psf, balance)
