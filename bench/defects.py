@@ -544,6 +544,21 @@ def hexagonal_defocus(x, rng):  # defocus through a six-bladed aperture
     return _convolve(x, inside.astype(np.float32)), {"radius": r}
 
 
+def astigmatism(x, rng):  # defocus through an astigmatic lens: an elliptical spot at any angle (written on 2026-11-28
+    # before an elliptical kernel was built, to be held out from it)
+    a = _u(rng, 2.0, 4.0)
+    b, angle = a * _u(rng, 0.35, 0.7), _u(rng, 0.0, 180.0)
+    n = int(np.ceil(a)) + 1
+    yy, xx = np.mgrid[-n:n + 1, -n:n + 1].astype(np.float32)
+    kernel = np.zeros_like(yy)
+    c, s = np.cos(np.deg2rad(angle)), np.sin(np.deg2rad(angle))
+    for dy in np.linspace(-0.375, 0.375, 4):  # supersampled, so the edge is fractional
+        for dx in np.linspace(-0.375, 0.375, 4):
+            u, v = (xx + dx) * c - (yy + dy) * s, (xx + dx) * s + (yy + dy) * c
+            kernel += (u / a) ** 2 + (v / b) ** 2 <= 1.0
+    return _convolve(x, kernel), {"major": a, "minor": b, "angle": angle}
+
+
 HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("vignette", "tone", vignette, "corners at 35-65% of the light, in linear light"),
     Family("log-profile", "tone", log_profile, "a log curve into blacks 0.06-0.14 and whites 0.78-0.9"),
@@ -569,6 +584,8 @@ HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("jpeg-twice", "noise", jpeg_twice, "JPEG at quality 30-49, twice"),
     Family("anisotropic-blur", "blur", anisotropic_blur, "a Gaussian of sigma 1.5-3 one way, 0.3-1 the other"),
     Family("hexagonal-defocus", "blur", hexagonal_defocus, "a hexagonal aperture of radius 2-4 px"),
+    Family("astigmatism", "blur", astigmatism, "an elliptical spot of semi-axes 2-4 px and 0.35-0.7 of that, at any "
+           "angle"),
 )}
 
 # combinations draw from these groups, in the order a camera and then a file would make them

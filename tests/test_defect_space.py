@@ -110,6 +110,29 @@ def test_a_shaken_photo_whose_fine_detail_reads_sharp_is_found_by_its_kernel():
     assert not {"deconvolve", "sharpen"} & {a.tool for a in perceive(img).actions}
 
 
+def test_an_elongated_blur_whose_fine_detail_reads_sharp_is_found_by_its_kernel():
+    """A Gaussian blur 2.2 px tall and 0.5 px wide on the deep field: its detail across reads past the sharpness limit,
+    as a shaken photo's does, and its fall-off is the evidence (no clean photo's reads wider than 0.7 px)."""
+    from photoset import load
+    from scipy.ndimage import gaussian_filter
+    from skimage.metrics import structural_similarity
+
+    img = np.ascontiguousarray(load("hubble_deep_field", 512))
+    bad = np.clip(gaussian_filter(img, (2.2, 0.5, 0), mode="reflect"), 0, 1).astype(np.float32)
+    seen = perceive(bad)
+    blur = next(f for f in seen.findings if f.check == "blur")
+    assert blur.value > 0.9 and blur.defect, blur.line()
+    call = next(a for a in seen.actions if a.tool == "deconvolve")
+    assert call.params["kind"] == "gaussian" and 0 < call.params["sigma_minor"] < 0.6 * call.params["sigma"], call
+    assert abs(call.params["sigma"] - 2.2) < 0.4 and abs(call.params["angle"] - 90) < 5, call
+    assert "sharpen" not in {a.tool for a in seen.actions}
+    out = default_registry().call("deconvolve", bad, call.params)[0]
+
+    def ssim(a):
+        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    assert ssim(out) > ssim(bad) + 0.02, (ssim(bad), ssim(out))
+
+
 def test_the_search_estimates_the_photo_s_kernel_once_a_step(photos, monkeypatch):
     import edit_agents.agents.photoagent.search as search
 

@@ -81,6 +81,25 @@ def test_warm_light_is_kept_but_a_strong_cast_is_reduced_not_removed():
     assert wb and all(0 < a.params["strength"] < 1 for a in wb)  # some warmth stays: it may be the light
 
 
+def test_a_green_light_is_a_tint_not_warm_light():
+    """Red and blue both well below green is a green cast: before, the astronaut under a green light (blue a little the
+    lower) was read as warm light, met the warm limit and got no white balance. A yellow light (red near green) stays
+    warm light, as tungsten's is."""
+    from edit_agents.agents.photoagent.perceiver import cast_direction
+    from edit_agents.tools.photo_io import srgb_decode, srgb_encode
+
+    def lit(name, gains):
+        return srgb_encode(np.clip(srgb_decode(rgb(name)) * np.array(gains, np.float32) / max(gains), 0, 1))
+
+    stats = image_statistics(lit("astronaut", [1.0, 1.4, 1.0]))
+    assert stats["cast_blue"] < stats["cast_red"] < 0  # blue the lower: "warm" before
+    assert cast_direction(stats) == "tint" and guess_scene(stats) != "warm light"
+    wb = [a for a in RulePerceiver().perceive(stats, 6, CLASSIC).actions if a.tool == "white_balance"]
+    assert wb and all(a.params["strength"] < 1 for a in wb)  # a colourful scene: not all the way to neutral
+    yellow = image_statistics(lit("astronaut", [1.0, 1.0, 0.6]))
+    assert abs(yellow["cast_red"]) < 0.3 * -yellow["cast_blue"] and cast_direction(yellow) == "warm"
+
+
 @pytest.mark.parametrize("squeeze", [0.25, 0.35, 0.6])
 def test_no_low_contrast_proposal_more_than_doubles_the_tonal_span(squeeze):
     """A photo can be flat by nature (fog, the moon's surface); made flatter still, it is made less flat, not

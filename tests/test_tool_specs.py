@@ -89,7 +89,8 @@ def test_pixel_lengths_scale_with_a_reduced_copy():
     assert tools.get("exposure").at_scale({"stops": 1.0}, 0.25) == {"stops": 1.0}  # not a length: unchanged
     assert [(s.name, p.name) for s in tools.specs() for p in s.params if p.pixels] == [
         ("sharpen", "radius"), ("denoise", "radius"), ("chroma_denoise", "radius"), ("gaussian_blur", "sigma"),
-        ("deband", "radius"), ("deconvolve", "radius"), ("deconvolve", "length"), ("deconvolve", "sigma")]
+        ("deband", "radius"), ("deconvolve", "radius"), ("deconvolve", "length"), ("deconvolve", "sigma"),
+        ("deconvolve", "sigma_minor")]
     # the registry validates the photo's parameters (clamps reported), then scales them without clamping again
     img = np.random.default_rng(0).random((32, 32, 3), dtype=np.float32)
     _, clean, notes = tools.call("sharpen", img, {"radius": 0.1}, scale=0.25)

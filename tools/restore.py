@@ -40,6 +40,14 @@ GAUSS_SIGMA = (0.9, 1.2)  # no trust at or below the first, full trust at or abo
 # kernel would sharpen the narrow way too much (found on the held-out anisotropic blurs; the limit set on the tuned
 # family: docs/generalisation.md)
 GAUSS_ISOTROPY = 0.6
+# ... and a blur that is not round is read as an elongated Gaussian: its two widths and the direction of the wider, from
+# the same fit (since 2026-11-28). Across its long axis it is given at least this width (px): narrower, it undoes
+# nothing that way.
+MIN_SIGMA_MINOR = 0.3
+# A motion line of length L falls off over the Gaussian fit's band like a Gaussian at most 0.17 L wide (per crop, on
+# the defect space's tuned motion blurs of 6-15 px, the calibration photos' included). A fall-off wider than this share
+# of the line the cepstrum reads is a Gaussian's, as one wider than a disc's radius is.
+GAUSS_PER_LINE = 0.25
 NOISE_BAND = 0.42  # cycles per px: beyond this a blurred photo's spectrum is its noise floor
 FLOOR_MARGIN = 3.0  # the fit reads frequencies whose power stands this many floors above the floor
 
@@ -356,17 +364,20 @@ def _gaussian_sigma(power: np.ndarray) -> float:
     return _width(-np.linalg.lstsq(design, log_power, rcond=None)[0][2])
 
 
-def _gaussian_widths(power: np.ndarray) -> tuple[float, float]:
-    """The widest and narrowest fall-off of the spectrum over directions (px, as ``_gaussian_sigma``): the same
-    fit with a quadratic form in (fy, fx) in place of f^2, whose eigenvalues give the Gaussian's two widths."""
+def _gaussian_widths(power: np.ndarray) -> tuple[float, float, float]:
+    """The widest and narrowest fall-off of the spectrum over directions (px, as ``_gaussian_sigma``), and the
+    direction the blur is widest in the photo (degrees counter-clockwise from horizontal, as a motion line's): the same
+    fit with a quadratic form in (fy, fx) in place of f^2. A Gaussian of covariance S multiplies the power spectrum by
+    exp(-4 pi^2 f'Sf), so the form is S's: its eigenvalues give the two widths, its eigenvectors their directions."""
     read = _fall_off(power)
     if read is None:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     fy, fx, f, log_power = read
     design = np.stack([np.ones(len(f)), np.log(f), fy * fy, 2 * fy * fx, fx * fx], axis=1)
     coef = np.linalg.lstsq(design, log_power, rcond=None)[0]
-    wide, narrow = np.linalg.eigvalsh(-np.array([[coef[2], coef[3]], [coef[3], coef[4]]]))[::-1]
-    return _width(wide), _width(narrow)
+    values, vectors = np.linalg.eigh(-np.array([[coef[2], coef[3]], [coef[3], coef[4]]]))
+    down, across = vectors[:, 1]  # the wider's direction, as (row, column): rows run down
+    return _width(values[1]), _width(values[0]), math.degrees(math.atan2(-down, across)) % 180.0
 
 
 def _radii(n: int) -> np.ndarray:
@@ -375,30 +386,48 @@ def _radii(n: int) -> np.ndarray:
     return np.hypot(yy, xx)
 
 
-def gaussian_confidence(sigma: float, isotropy: float) -> float:
-    """How surely a blur read by ``_gaussian_sigma`` as ``sigma`` px, ``isotropy`` round (``_gaussian_widths``), is
-    a round Gaussian (GAUSS_SIGMA, GAUSS_ISOTROPY)."""
+def gaussian_confidence(width: float) -> float:
+    """How surely a fall-off read as a Gaussian ``width`` px wide (a round one's sigma, an elongated one's along its
+    long axis) is a blur (GAUSS_SIGMA)."""
     lo, hi = GAUSS_SIGMA
-    return round(float(np.clip((sigma - lo) / (hi - lo), 0.0, 1.0)), 3) if isotropy >= GAUSS_ISOTROPY else 0.0
+    return round(float(np.clip((width - lo) / (hi - lo), 0.0, 1.0)), 3)
+
+
+def gaussian_reading(sigma: float, wide: float, narrow: float, long_axis: float,
+                     isotropy: float | None = None) -> dict:
+    """The Gaussian kernel a fall-off reads as (``_gaussian_sigma``'s ``sigma``; ``_gaussian_widths``' widths and long
+    axis), with its confidence: round where the narrowest width is at least GAUSS_ISOTROPY of the widest (or
+    ``isotropy``, that ratio read otherwise: several crops' median), else elongated (``sigma`` along ``angle``,
+    ``sigma_minor`` across it)."""
+    if isotropy is None:
+        isotropy = narrow / wide if wide > 0 else 0.0
+    if isotropy >= GAUSS_ISOTROPY:
+        return {"kind": "gaussian", "sigma": sigma, "sigma_minor": 0.0, "angle": 0.0,
+                "confidence": gaussian_confidence(sigma)}
+    return {"kind": "gaussian", "sigma": round(wide, 2), "sigma_minor": round(max(narrow, MIN_SIGMA_MINOR), 2),
+            "angle": round(long_axis, 1) % 180.0, "confidence": gaussian_confidence(wide)}
 
 
 def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     """The blur of a photo: ``{"kind": "none" | "defocus" | "motion" | "gaussian", "radius": px (defocus),
-    "length": px and "angle": degrees counter-clockwise from horizontal (motion), "sigma": px (the Gaussian the
-    spectrum falls off by, read whatever the kind), "confidence": 0..1}``. Defocus and motion from the cepstrum
+    "length": px and "angle": degrees counter-clockwise from horizontal (motion; a Gaussian's long axis), "sigma": px
+    (the Gaussian the spectrum falls off by; an elongated one's along its long axis), "sigma_minor": px (an elongated
+    Gaussian's across it; 0: round), "confidence": 0..1}``, with the fall-off's raw readings (``sigma`` a round fit's,
+    ``isotropy``, ``wide``, ``narrow`` and ``long_axis``) whatever the kind. Defocus and motion from the cepstrum
     (their kernels' zeros), a Gaussian from the spectrum's fall-off (it has no zeros). ``kind`` "defocus", "motion"
     or "gaussian" reports the best kernel of that family even where the photo looks sharp."""
     lum = np.asarray(lum, np.float32)
     lum = lum[:, :, 0] if lum.ndim == 3 else lum
-    none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": 0.0, "isotropy": 0.0,
-            "confidence": 0.0}
+    none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": 0.0, "sigma_minor": 0.0,
+            "isotropy": 0.0, "wide": 0.0, "narrow": 0.0, "long_axis": 0.0, "confidence": 0.0}
     spectra = _cepstrum(lum)
     if spectra is None:
         return none
     cep, power = spectra
     sigma = round(_gaussian_sigma(power), 2)
-    wide, narrow = _gaussian_widths(power)
-    none["sigma"], none["isotropy"] = sigma, round(narrow / wide, 3) if wide > 0 else 0.0
+    wide, narrow, long_axis = _gaussian_widths(power)
+    none.update(sigma=sigma, isotropy=round(narrow / wide, 3) if wide > 0 else 0.0, wide=round(wide, 3),
+                narrow=round(narrow, 3), long_axis=round(long_axis, 1))
     n = cep.shape[0]
     c = n // 2
     rr = _radii(n)
@@ -432,14 +461,17 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     motion = {**none, "kind": "motion", "length": round(length, 2), "angle": round(angle, 1) % 180.0,
               "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
                                         * np.clip((0.4 - isotropy) / 0.2, 0, 1) * smeared), 3)}
-    gaussian = {**none, "kind": "gaussian", "confidence": gaussian_confidence(sigma, none["isotropy"])}
+    gaussian = {**none, **gaussian_reading(sigma, wide, narrow, long_axis)}
     if kind in ("defocus", "motion", "gaussian"):
         return {"defocus": defocus, "motion": motion, "gaussian": gaussian}[kind]
     best = max(defocus, motion, key=lambda e: e["confidence"])
-    # a disc of radius r falls off like a Gaussian of about r / 2 up to its first zero (read here at most 0.75 r):
-    # a fall-off wider than the disc's own radius is a Gaussian's, whatever ring the cepstrum shows
+    # a disc of radius r falls off like a Gaussian of about r / 2 up to its first zero (read here at most 0.75 r), a
+    # line of length L like one at most 0.17 L wide (GAUSS_PER_LINE): a fall-off wider than the disc's own radius, or
+    # than a quarter of the line, is a Gaussian's, whatever ring or point the cepstrum shows
+    width = gaussian["sigma"]
     if gaussian["confidence"] >= MIN_CONFIDENCE and (best["confidence"] < MIN_CONFIDENCE or (
-            best["kind"] == "defocus" and sigma > best["radius"])):
+            best["kind"] == "defocus" and width > best["radius"]) or (
+            best["kind"] == "motion" and width > GAUSS_PER_LINE * best["length"])):
         return gaussian
     return best if best["confidence"] >= MIN_CONFIDENCE else {**none, "confidence": best["confidence"]}
 
@@ -447,12 +479,21 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
 # --- deconvolution ----------------------------------------------------------------------
 
 def blur_kernel(kind: str, radius: float = 0.0, length: float = 0.0, angle: float = 0.0,
-                sigma: float = 0.0) -> np.ndarray:
+                sigma: float = 0.0, sigma_minor: float = 0.0) -> np.ndarray:
     """The point spread function: a disc of ``radius`` px (defocus), a line ``length`` px long at ``angle``
     degrees counter-clockwise (motion), antialiased by supersampling, or a Gaussian of ``sigma`` px (out to 3
-    sigma); summing to 1."""
+    sigma; elongated where ``sigma_minor`` is narrower: ``sigma`` along ``angle``, ``sigma_minor`` across it,
+    supersampled); summing to 1."""
     sub = 8
-    if kind == "gaussian":
+    if kind == "gaussian" and 0 < sigma_minor < sigma:
+        half = max(1, math.ceil(3 * sigma))
+        g = (np.arange((2 * half + 1) * sub) + 0.5) / sub - half - 0.5
+        a = math.radians(angle)
+        x, y = g[None, :], -g[:, None]  # image rows run down
+        along, across = x * math.cos(a) + y * math.sin(a), y * math.cos(a) - x * math.sin(a)
+        fine = np.exp(-0.5 * ((along / sigma) ** 2 + (across / sigma_minor) ** 2))
+        k = fine.reshape(2 * half + 1, sub, 2 * half + 1, sub).sum(axis=(1, 3))
+    elif kind == "gaussian":
         half = max(1, math.ceil(3 * sigma))
         g = np.exp(-0.5 * (np.arange(-half, half + 1) / max(sigma, 1e-3)) ** 2)
         k = np.outer(g, g)
@@ -536,21 +577,25 @@ def _mirror(i: np.ndarray, n: int) -> np.ndarray:
     return np.where(i >= n, period - 1 - i, i)
 
 
-def _given(kind: str, radius: float, length: float, angle: float, sigma: float = 0.0) -> dict | None:
+def _given(kind: str, radius: float, length: float, angle: float, sigma: float = 0.0,
+           sigma_minor: float = 0.0) -> dict | None:
     """The kernel the sizes fix by themselves (a defocus radius > 0; a motion length > 0 and angle >= 0; a Gaussian
-    sigma > 0), else None."""
+    sigma > 0, round, or elongated with sigma_minor > 0 and angle >= 0), else None."""
     if kind == "defocus" and radius > 0:
         return {"kind": "defocus", "radius": radius, "length": 0.0, "angle": 0.0, "sigma": 0.0, "confidence": 1.0}
     if kind == "motion" and length > 0 and angle >= 0:
         return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "sigma": 0.0, "confidence": 1.0}
-    if kind == "gaussian" and sigma > 0:
-        return {"kind": "gaussian", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": sigma, "confidence": 1.0}
+    if kind == "gaussian" and sigma > 0 and (sigma_minor <= 0 or angle >= 0):
+        return {"kind": "gaussian", "radius": 0.0, "length": 0.0, "angle": max(angle, 0.0) if sigma_minor > 0 else 0.0,
+                "sigma": sigma, "sigma_minor": max(sigma_minor, 0.0), "confidence": 1.0}
     return None
 
 
-def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float, sigma: float = 0.0) -> dict:
-    """The kernel to undo: the given sizes where set (radius/length/sigma > 0, angle >= 0), the rest estimated."""
-    given = _given(kind, radius, length, angle, sigma)
+def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float, sigma: float = 0.0,
+             sigma_minor: float = 0.0) -> dict:
+    """The kernel to undo: the given sizes where set (radius/length/sigma/sigma_minor > 0, angle >= 0), the rest
+    estimated."""
+    given = _given(kind, radius, length, angle, sigma, sigma_minor)
     if given is not None:
         return given
     sizes = {"defocus": radius > 0, "motion": length > 0, "gaussian": sigma > 0}
@@ -562,23 +607,25 @@ def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: fl
                  "angle": angle if angle >= 0 else found["angle"]}
     elif found["kind"] == "defocus" and radius > 0:
         found = {**found, "radius": radius}
-    elif found["kind"] == "gaussian" and sigma > 0:
-        found = {**found, "sigma": sigma}
+    elif found["kind"] == "gaussian" and sigma > 0:  # an elongated one's angle still to read (sigma_minor given)
+        found = {**found, "sigma": sigma, "sigma_minor": sigma_minor,
+                 "angle": angle if angle >= 0 else found["long_axis"]}
     return found
 
 
 def _kernel_of(blur: dict) -> np.ndarray:
-    return blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"], blur.get("sigma", 0.0))
+    return blur_kernel(blur["kind"], blur["radius"], blur["length"], blur["angle"], blur.get("sigma", 0.0),
+                       blur.get("sigma_minor", 0.0))
 
 
-def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.0, sigma=0.0):
+def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.0, sigma=0.0, sigma_minor=0.0):
     """Undo defocus, motion or Gaussian blur with the kernel estimated from the photo (or given), by Wiener
     deconvolution with a gradient penalty that grows with the noise, then a guard against ringing: the result may
     leave the blurred photo's local range (within the kernel's reach) only a little."""
     lum = luminance(img)
     if kind == "none":  # pinned: the whole photo showed no blur
         return ToolOutput(img, ["no blur to undo was found in the photo"])
-    blur = _resolve(lum, kind, float(radius), float(length), float(angle), float(sigma))
+    blur = _resolve(lum, kind, float(radius), float(length), float(angle), float(sigma), float(sigma_minor))
     if blur["kind"] == "none" or strength <= 0 or min(lum.shape) < 3:
         return ToolOutput(on_color(lambda c: c)(img), [
             f"no defocus, motion or Gaussian blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
@@ -603,7 +650,9 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
         return sharp
     what = {"defocus": f"a defocus blur of radius {blur['radius']:.1f} px",
             "motion": f"a motion blur of {blur['length']:.1f} px at {blur['angle']:.0f} degrees",
-            "gaussian": f"a Gaussian blur of sigma {blur.get('sigma', 0.0):.1f} px"}[blur["kind"]]
+            "gaussian": f"a Gaussian blur of sigma {blur.get('sigma', 0.0):.1f} px" + (
+                f" by {blur['sigma_minor']:.1f} px, the wider at {blur['angle']:.0f} degrees"
+                if blur.get("sigma_minor", 0.0) > 0 else "")}[blur["kind"]]
     return ToolOutput(on_color(f)(img), [f"deconvolved {what} (confidence {blur['confidence']:.2f})"])
 
 
@@ -611,7 +660,7 @@ def _deconvolve_forward(img, params):
     """The blur the deconvolution undid, applied again to its result: the photo it says it was given. Only for a
     kernel the params fix (the rule perceiver's calls give its size); an estimated one is not known here."""
     blur = _given(params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]),
-                  float(params.get("sigma", 0.0)))
+                  float(params.get("sigma", 0.0)), float(params.get("sigma_minor", 0.0)))
     if blur is None:
         return None
     psf = _kernel_of(blur).astype(np.float32)
@@ -623,12 +672,16 @@ def _deconvolve_pins(img, params):
     """The kernel measured on the whole photo (or its reduced copy), for its crops; sizes given stay given."""
     lum = luminance(img)
     blur = _resolve(lum, params["kind"], float(params["radius"]), float(params["length"]), float(params["angle"]),
-                    float(params.get("sigma", 0.0)))
+                    float(params.get("sigma", 0.0)), float(params.get("sigma_minor", 0.0)))
     if blur["kind"] == "none":
         return {"kind": "none"}
     pins = {"kind": blur["kind"]}
     if blur["kind"] == "gaussian" and params.get("sigma", 0.0) <= 0:
         pins["sigma"] = blur["sigma"]
+        if blur.get("sigma_minor", 0.0) > 0:  # elongated
+            pins["sigma_minor"] = blur["sigma_minor"]
+    if blur["kind"] == "gaussian" and blur.get("sigma_minor", 0.0) > 0 and params["angle"] < 0:
+        pins["angle"] = blur["angle"]
     if blur["kind"] == "defocus" and params["radius"] <= 0:
         pins["radius"] = blur["radius"]
     if blur["kind"] == "motion":
@@ -1097,18 +1150,21 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              conflicts=("sharpen", "deconvolve", "deblock")),  # once the grid is gone, another pass only smooths
     ToolSpec("deconvolve", "Undo defocus, motion or Gaussian blur with a kernel estimated from the photo.",
              "Use for out-of-focus, shaken or softly blurred photos. The blur (a disc for defocus, a line for motion, "
-             "a Gaussian for a soft blur) is measured from the photo's spectrum unless given; a sharp photo is left "
-             "as it is. Stronger settings recover more detail and amplify more noise.",
+             "a Gaussian, round or elongated, for a soft blur) is measured from the photo's spectrum unless given; a "
+             "sharp photo is left as it is. Stronger settings recover more detail and amplify more noise.",
              (Param("kind", "enum", "the blur to undo", default="auto",
                     choices=("auto", "defocus", "motion", "gaussian")),
               _F("strength", "how far to go", 0.7, 0.0, 1.0, "Higher = sharper, with more noise."),
               _F("radius", "defocus disc radius in pixels; 0 estimates it", 0.0, 0.0, 20.0, neutral=None, pixels=True),
               _F("length", "motion length in pixels; 0 estimates it", 0.0, 0.0, 40.0, neutral=None, pixels=True),
-              _F("angle", "motion direction in degrees counter-clockwise from horizontal; -1 estimates it", -1.0,
-                 -1.0, 180.0, neutral=None),
-              _F("sigma", "Gaussian blur width in pixels; 0 estimates it", 0.0, 0.0, 10.0, neutral=None, pixels=True)),
+              _F("angle", "motion direction, or an elongated Gaussian's long axis, in degrees counter-clockwise from "
+                 "horizontal; -1 estimates it", -1.0, -1.0, 180.0, neutral=None),
+              _F("sigma", "Gaussian blur width in pixels (along its long axis when elongated); 0 estimates it", 0.0,
+                 0.0, 10.0, neutral=None, pixels=True),
+              _F("sigma_minor", "an elongated Gaussian's width across its long axis in pixels; 0: round (or "
+                 "estimated with sigma)", 0.0, 0.0, 10.0, neutral=None, pixels=True)),
              deconvolve, keywords=("deblur", "out of focus", "defocus", "motion blur", "camera shake", "shaky",
                                    "blurry", "unsharp", "deconvolve"),
-             pins=_deconvolve_pins, pixel_pins=("radius", "length", "sigma"), forward=_deconvolve_forward,
+             pins=_deconvolve_pins, pixel_pins=("radius", "length", "sigma", "sigma_minor"), forward=_deconvolve_forward,
              conflicts=("sharpen", "deconvolve")),  # one kernel undone once; a sharpen on top rings
 )

@@ -37,6 +37,8 @@ OVER_BLACK = 0.08  # ... with the blacks lifted past this, or
 # (chosen on the clipped-highlights and s-curve families, measured on over-gain-linear: docs/generalisation.md)
 OVER_MEAN = 0.55
 CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
+# A cast is green where log(R/G) and log(B/G) are both negative, the smaller in size at least this share of the larger
+GREEN_SECTOR = math.tan(math.radians(22.5))
 # ... unless at least this share of the midtones is still neutral, and more of them than sit at the cast's colour
 # (metrics: neutral_share, cast_share). A round figure, not fitted: on the project's clean photos 0-55%, on the defect
 # space's colour casts at most 3.3%.
@@ -118,7 +120,14 @@ def guess_scene(stats: Mapping[str, float]) -> str:
 
 
 def cast_direction(stats: Mapping[str, float]) -> str:
+    """"warm", "cool" or "tint" (green-magenta), from the illuminant's log(R/G) and log(B/G)."""
     red, blue = stats.get("cast_red", 0.0), stats.get("cast_blue", 0.0)
+    if red < 0 and blue < 0 and max(red, blue) <= GREEN_SECTOR * min(red, blue):
+        # red and blue both well below green: a green light, the nearest of eight hues (within 22.5 degrees of
+        # red = blue). It was read as warm or cool by whichever of the two was lower before 2026-11-28, so a green
+        # tint met the warm limit (0.2) or the cool one (0.06). A yellow light (red near green, blue below) stays warm,
+        # as tungsten and sodium light are; no clean photo of the project reads green
+        return "tint"
     if red > 0 > blue or (red > 0 and red > abs(blue)) or (blue < 0 and -blue > abs(red)):
         return "warm"
     if red < 0 < blue or (red < 0 and -red > abs(blue)) or (blue > 0 and blue > abs(red)):
@@ -316,8 +325,9 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
                    and (kernel["kind"] != "motion" or kernel.get("length", 0.0) >= MIN_MOTION)
                    and stats.get("grid_step", 0.0) * 255 <= CLEAN_GRID_STEP)  # a grid the reward marks down
         # motion blur spares the detail along its line, so the fine detail measured over every direction can read
-        # as sharp: a trusted motion kernel is the evidence by itself
-        shaken = trusted and kernel["kind"] == "motion"
+        # as sharp: a trusted motion kernel is the evidence by itself; so is an elongated Gaussian (the detail across
+        # its narrow way is spared), which no clean photo's fall-off reads as (tools/restore: GAUSS_SIGMA)
+        shaken = trusted and (kernel["kind"] == "motion" or kernel.get("sigma_minor", 0.0) > 0)
         # sharpening noise, compression blocks or specks makes them worse
         blurred = (sharp < BLUR_SHARPNESS or shaken) and not noisy and not blocky and not speckled
         why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
@@ -328,6 +338,8 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
             size = ({"radius": round(kernel["radius"], 2)} if kernel["kind"] == "defocus" else
                     {"sigma": round(kernel["sigma"], 2)} if kernel["kind"] == "gaussian" else
                     {"length": round(kernel["length"], 2), "angle": round(kernel["angle"] % 180, 1)})
+            if kernel["kind"] == "gaussian" and kernel.get("sigma_minor", 0.0) > 0:  # elongated: across, and its axis
+                size.update(sigma_minor=round(kernel["sigma_minor"], 2), angle=round(kernel["angle"] % 180, 1))
             why += (f"; {kernel['kind']} kernel estimated ({', '.join(f'{k} {v:g}' for k, v in size.items())}, "
                     f"confidence {kernel['confidence']:.2f}): deconvolve")
             calls = _at("deconvolve", "strength", (0.6, 1.0), why, kind=kernel["kind"], **size)
@@ -339,18 +351,22 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
 
 def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     """The blur kernel of the photo from its native-resolution crops: the most confident crop's estimate; a
-    Gaussian's width is the crops' median (one crop of flat sky or fine texture reads wider or narrower)."""
+    Gaussian's widths, roundness and long axis are the crops' medians (one crop of flat sky or fine texture reads wider
+    or narrower)."""
     from ...tools.imageops import luminance
-    from ...tools.restore import estimate_blur, gaussian_confidence
+    from ...tools.restore import estimate_blur, gaussian_reading
 
     found = [estimate_blur(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
     if not found:
         return None
     best = max(found, key=lambda k: k["confidence"])
     if best["kind"] == "gaussian":
-        sigma = round(float(np.median([k["sigma"] for k in found])), 2)
-        isotropy = float(np.median([k["isotropy"] for k in found]))
-        best = {**best, "sigma": sigma, "confidence": gaussian_confidence(sigma, isotropy)}
+        median = {key: float(np.median([k[key] for k in found])) for key in ("sigma", "wide", "narrow", "isotropy")}
+        # a direction is the same 180 degrees on: the mean of the doubled angles
+        doubled = np.radians([2 * k["long_axis"] for k in found])
+        axis = math.degrees(math.atan2(np.sin(doubled).sum(), np.cos(doubled).sum())) / 2 % 180.0
+        best = {**best, **gaussian_reading(round(median["sigma"], 2), median["wide"], median["narrow"], axis,
+                                           median["isotropy"])}
     return best
 
 
