@@ -190,6 +190,9 @@ def test_an_elongated_gaussian_blur_is_read_with_its_direction_and_undone(name, 
     assert spec.pins_at_scale(pins, 0.5)["angle"] == pins["angle"]
     given = {"kind": "gaussian", "sigma": found["sigma"], "sigma_minor": found["sigma_minor"], "angle": found["angle"]}
     assert np.abs(REGISTRY.call("deconvolve", soft, given)[0] - out).max() < 1e-5
+    # the widths given the other way round are the same kernel, its axis turned a quarter
+    swapped = {**given, "sigma": given["sigma_minor"], "sigma_minor": given["sigma"], "angle": (given["angle"] + 90) % 180}
+    assert np.abs(REGISTRY.call("deconvolve", soft, swapped)[0] - out).max() < 1e-5
     # its forward model, the same kernel, blurs the result back to about the photo it was given
     again = spec.forward(out, spec.validate(given)[0])
     assert np.abs(again - soft).mean() < 0.5 * np.abs(out - soft).mean()

@@ -586,9 +586,18 @@ def _given(kind: str, radius: float, length: float, angle: float, sigma: float =
     if kind == "motion" and length > 0 and angle >= 0:
         return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "sigma": 0.0, "confidence": 1.0}
     if kind == "gaussian" and sigma > 0 and (sigma_minor <= 0 or angle >= 0):
+        sigma, sigma_minor, angle = _long_axis_first(sigma, sigma_minor, angle)
         return {"kind": "gaussian", "radius": 0.0, "length": 0.0, "angle": max(angle, 0.0) if sigma_minor > 0 else 0.0,
                 "sigma": sigma, "sigma_minor": max(sigma_minor, 0.0), "confidence": 1.0}
     return None
+
+
+def _long_axis_first(sigma: float, sigma_minor: float, angle: float) -> tuple[float, float, float]:
+    """An elongated Gaussian given its widths the other way round (``sigma_minor`` the wider): the same kernel with
+    ``sigma`` the wider and the angle turned a quarter (an angle still to estimate stays so)."""
+    if sigma_minor > sigma > 0:
+        return sigma_minor, sigma, (angle + 90.0) % 180.0 if angle >= 0 else angle
+    return sigma, sigma_minor, angle
 
 
 def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: float, sigma: float = 0.0,
@@ -608,7 +617,8 @@ def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: fl
     elif found["kind"] == "defocus" and radius > 0:
         found = {**found, "radius": radius}
     elif found["kind"] == "gaussian" and sigma > 0:  # an elongated one's angle still to read (sigma_minor given)
-        found = {**found, "sigma": sigma, "sigma_minor": sigma_minor,
+        wide, narrow, _ = _long_axis_first(sigma, sigma_minor, angle)
+        found = {**found, "sigma": wide, "sigma_minor": narrow,
                  "angle": angle if angle >= 0 else found["long_axis"]}
     return found
 
