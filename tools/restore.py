@@ -327,7 +327,10 @@ def _along_over_across(power: np.ndarray, length: float, angle: float) -> float:
     return float(np.log((along.mean() + 1e-20) / (across.mean() + 1e-20)))
 
 
-def _fall_off(power: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+FallOff = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None  # _fall_off's reading: fy, fx, f, log power
+
+
+def _fall_off(power: np.ndarray) -> FallOff:
     """What the Gaussian fits read of a power spectrum (centred, ``_cepstrum``'s): each sample's frequency (fy, fx and
     f, cycles per px) and its log power, within GAUSS_BAND. Noise and 8-bit steps lay a flat floor under the spectrum,
     which a blur cannot push below: it is taken off, and only what stands FLOOR_MARGIN floors above it is read.
@@ -351,12 +354,11 @@ def _width(curvature: float) -> float:
     return float(np.sign(curvature) * math.sqrt(abs(curvature)) / (2 * math.pi))
 
 
-def _gaussian_sigma(power: np.ndarray) -> float:
-    """The width (px) of a Gaussian blur that the photo's power spectrum falls off by. A photo's spectrum falls as a
-    power of the frequency, a Gaussian blur of sigma multiplies it by exp(-4 pi^2 sigma^2 f^2): a least-squares fit
-    of the log power by a + b log f - c f^2 (``_fall_off``) gives sigma. A Gaussian's spectrum has no zeros, so the
-    cepstrum, which looks for them, cannot measure one."""
-    read = _fall_off(power)
+def _gaussian_sigma(read: FallOff) -> float:
+    """The width (px) of a Gaussian blur that the photo's power spectrum falls off by (``read``: ``_fall_off``'s reading
+    of it). A photo's spectrum falls as a power of the frequency, a Gaussian blur of sigma multiplies it by
+    exp(-4 pi^2 sigma^2 f^2): a least-squares fit of the log power by a + b log f - c f^2 gives sigma. A Gaussian's
+    spectrum has no zeros, so the cepstrum, which looks for them, cannot measure one."""
     if read is None or read[2].max() < 2 * GAUSS_BAND[0]:
         return 0.0
     _, _, f, log_power = read
@@ -364,12 +366,12 @@ def _gaussian_sigma(power: np.ndarray) -> float:
     return _width(-np.linalg.lstsq(design, log_power, rcond=None)[0][2])
 
 
-def _gaussian_widths(power: np.ndarray) -> tuple[float, float, float]:
-    """The widest and narrowest fall-off of the spectrum over directions (px, as ``_gaussian_sigma``), and the
+def _gaussian_widths(read: FallOff) -> tuple[float, float, float]:
+    """The widest and narrowest fall-off of the spectrum over directions (px, as ``_gaussian_sigma``, from the same
+    ``read``), and the
     direction the blur is widest in the photo (degrees counter-clockwise from horizontal, as a motion line's): the same
     fit with a quadratic form in (fy, fx) in place of f^2. A Gaussian of covariance S multiplies the power spectrum by
     exp(-4 pi^2 f'Sf), so the form is S's: its eigenvalues give the two widths, its eigenvectors their directions."""
-    read = _fall_off(power)
     if read is None:
         return 0.0, 0.0, 0.0
     fy, fx, f, log_power = read
@@ -424,8 +426,9 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     if spectra is None:
         return none
     cep, power = spectra
-    sigma = round(_gaussian_sigma(power), 2)
-    wide, narrow, long_axis = _gaussian_widths(power)
+    read = _fall_off(power)  # once, for both fits
+    sigma = round(_gaussian_sigma(read), 2)
+    wide, narrow, long_axis = _gaussian_widths(read)
     none.update(sigma=sigma, isotropy=round(narrow / wide, 3) if wide > 0 else 0.0, wide=round(wide, 3),
                 narrow=round(narrow, 3), long_axis=round(long_axis, 1))
     n = cep.shape[0]
@@ -485,21 +488,25 @@ def blur_kernel(kind: str, radius: float = 0.0, length: float = 0.0, angle: floa
     sigma; elongated where ``sigma_minor`` is narrower: ``sigma`` along ``angle``, ``sigma_minor`` across it,
     supersampled); summing to 1."""
     sub = 8
+
+    def fine(half: int) -> np.ndarray:  # sample positions, sub to a pixel, across 2 half + 1 pixels about the centre
+        return (np.arange((2 * half + 1) * sub) + 0.5) / sub - half - 0.5
+
     if kind == "gaussian" and 0 < sigma_minor < sigma:
         half = max(1, math.ceil(3 * sigma))
-        g = (np.arange((2 * half + 1) * sub) + 0.5) / sub - half - 0.5
+        g = fine(half)
         a = math.radians(angle)
         x, y = g[None, :], -g[:, None]  # image rows run down
         along, across = x * math.cos(a) + y * math.sin(a), y * math.cos(a) - x * math.sin(a)
-        fine = np.exp(-0.5 * ((along / sigma) ** 2 + (across / sigma_minor) ** 2))
-        k = fine.reshape(2 * half + 1, sub, 2 * half + 1, sub).sum(axis=(1, 3))
+        k = np.exp(-0.5 * ((along / sigma) ** 2 + (across / sigma_minor) ** 2))
+        k = k.reshape(2 * half + 1, sub, 2 * half + 1, sub).sum(axis=(1, 3))
     elif kind == "gaussian":
         half = max(1, math.ceil(3 * sigma))
         g = np.exp(-0.5 * (np.arange(-half, half + 1) / max(sigma, 1e-3)) ** 2)
         k = np.outer(g, g)
     elif kind == "defocus":
         half = math.ceil(radius) + 1
-        g = (np.arange((2 * half + 1) * sub) + 0.5) / sub - half - 0.5
+        g = fine(half)
         inside = (g[:, None] ** 2 + g[None, :] ** 2 <= radius * radius).astype(np.float64)
         k = inside.reshape(2 * half + 1, sub, 2 * half + 1, sub).sum(axis=(1, 3))
     else:
@@ -587,8 +594,8 @@ def _given(kind: str, radius: float, length: float, angle: float, sigma: float =
         return {"kind": "motion", "radius": 0.0, "length": length, "angle": angle, "sigma": 0.0, "confidence": 1.0}
     if kind == "gaussian" and sigma > 0 and (sigma_minor <= 0 or angle >= 0):
         sigma, sigma_minor, angle = _long_axis_first(sigma, sigma_minor, angle)
-        return {"kind": "gaussian", "radius": 0.0, "length": 0.0, "angle": max(angle, 0.0) if sigma_minor > 0 else 0.0,
-                "sigma": sigma, "sigma_minor": max(sigma_minor, 0.0), "confidence": 1.0}
+        return {"kind": "gaussian", "radius": 0.0, "length": 0.0, "angle": angle if sigma_minor > 0 else 0.0,
+                "sigma": sigma, "sigma_minor": sigma_minor, "confidence": 1.0}
     return None
 
 
@@ -604,6 +611,7 @@ def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: fl
              sigma_minor: float = 0.0) -> dict:
     """The kernel to undo: the given sizes where set (radius/length/sigma/sigma_minor > 0, angle >= 0), the rest
     estimated."""
+    sigma, sigma_minor, angle = _long_axis_first(sigma, sigma_minor, angle)
     given = _given(kind, radius, length, angle, sigma, sigma_minor)
     if given is not None:
         return given
@@ -617,8 +625,7 @@ def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: fl
     elif found["kind"] == "defocus" and radius > 0:
         found = {**found, "radius": radius}
     elif found["kind"] == "gaussian" and sigma > 0:  # an elongated one's angle still to read (sigma_minor given)
-        wide, narrow, _ = _long_axis_first(sigma, sigma_minor, angle)
-        found = {**found, "sigma": wide, "sigma_minor": narrow,
+        found = {**found, "sigma": sigma, "sigma_minor": sigma_minor,
                  "angle": angle if angle >= 0 else found["long_axis"]}
     return found
 
@@ -686,12 +693,14 @@ def _deconvolve_pins(img, params):
     if blur["kind"] == "none":
         return {"kind": "none"}
     pins = {"kind": blur["kind"]}
-    if blur["kind"] == "gaussian" and params.get("sigma", 0.0) <= 0:
-        pins["sigma"] = blur["sigma"]
-        if blur.get("sigma_minor", 0.0) > 0:  # elongated
-            pins["sigma_minor"] = blur["sigma_minor"]
-    if blur["kind"] == "gaussian" and blur.get("sigma_minor", 0.0) > 0 and params["angle"] < 0:
-        pins["angle"] = blur["angle"]
+    if blur["kind"] == "gaussian":
+        elongated = blur.get("sigma_minor", 0.0) > 0
+        if params.get("sigma", 0.0) <= 0:
+            pins["sigma"] = blur["sigma"]
+            if elongated:
+                pins["sigma_minor"] = blur["sigma_minor"]
+        if elongated and params["angle"] < 0:
+            pins["angle"] = blur["angle"]
     if blur["kind"] == "defocus" and params["radius"] <= 0:
         pins["radius"] = blur["radius"]
     if blur["kind"] == "motion":
