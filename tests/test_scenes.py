@@ -133,6 +133,33 @@ def test_a_dark_photo_is_brightened_by_a_gain_not_stretched_to_the_full_range(ga
     assert not [a for a in seen.actions if a.tool == "auto_levels"]
 
 
+def test_an_under_exposed_photo_is_brightened_to_where_clean_whites_sit_not_to_the_top():
+    """The moon's whites sit at 0.62 by nature. Darkened (a gain on its display values), the perceiver cannot know
+    that, so its brightenings aim for the middle of where clean photos' whites sit (EXPOSED_WHITE), not the top of
+    the range: aimed at 0.95, the search made the moon brighter than it ever was and further from it (ΔE 16 -> 20)."""
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    from edit_agents.agents.photoagent.perceiver import EXPOSED_WHITE
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    moon = rgb("moon")
+    dark = (moon * 0.6).astype(np.float32)
+    stats = image_statistics(dark)
+    seen = RulePerceiver().perceive(stats, 8, CLASSIC)
+    assert next(f for f in seen.findings if f.check == "under-exposure").defect
+    tools = default_registry()
+    whites = [image_statistics(tools.call(a.tool, dark, a.params)[0])["white_level"]
+              for a in seen.actions if a.tool in ("exposure", "gamma")]
+    assert whites and max(whites) == pytest.approx(EXPOSED_WHITE, abs=0.04) and max(whites) < 0.9, whites
+    result = mcts_enhance(dark, default_registry().subset(categories=["classic"]), Reward())
+    assert "exposure" in {a.tool for a in result.actions}, result.actions
+
+    def delta_e(a):
+        return float(deltaE_ciede2000(rgb2lab(moon), rgb2lab(a)).mean())
+    assert delta_e(result.image) < delta_e(dark) - 5.0  # closer to the moon as it was, not past it
+
+
 def _black_points(seen) -> list:
     """The low-contrast finding's own black points (the veil finding reads its own on the dark channel)."""
     return [a for a in seen.actions if a.tool == "levels" and a.rationale.startswith("tones span")]
