@@ -123,7 +123,7 @@ def test_a_search_on_the_vlm_rating_counts_its_tokens_in_the_trace(llm, photos):
     llm.reset(responder=lambda seen: Reply({"score": 6}))
     reward = Reward(RewardConfig(preset="custom", weights={"exposure": 1.0, "vlm": 1.0}),
                     {"vlm": VLMScorer(vision_of(vlm_brain(llm)))})
-    result = mcts_enhance(photos["chelsea"][::4, ::4] * 0.5, default_registry().subset(categories=["classic"]), reward,
+    result = mcts_enhance(photos["chelsea"][::4, ::4] * 0.3, default_registry().subset(categories=["classic"]), reward,
                           MCTSSettings(simulations=4, depth=1, max_steps=1, branching=2, preview_side=64))
     steps = [s for s in result.trace.steps if s.action.startswith(("accept", "revert"))]
     assert result.trace.summary["vlm_tokens"] > 0 and result.trace.summary["vlm_calls"] == len(llm.seen)
