@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 
+import hypothesis_jsonschema._from_schema as _hjs
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,6 +43,33 @@ def _without_positions(schema):
     if isinstance(schema, list):
         return [_without_positions(v) for v in schema]
     return schema
+
+
+def _build_each_part_once() -> None:
+    """hypothesis-jsonschema builds the strategy of an object's property and of an array's items anew at every
+    draw (canonicalising, merging and checking each sub-schema; its validator cache holds 128): an executor's
+    36-tool chain then cost about 2 s a draw, the closed loop's 40 examples over 250 s alone and past pytest's
+    900 s timeout under coverage on a busy machine, where the timeout's interruption came back as hypothesis's
+    "flaky" error. A strategy is a pure description of what to draw, so each sub-schema's is built once; what
+    is drawn from it is unchanged."""
+    build = _hjs.__dict__["__from_schema"]  # module-level: the library's own calls look it up by this name
+    if getattr(build, "cached_per_schema", False):
+        return
+    built: dict[str, object] = {}
+
+    def once(schema, *, alphabet, custom_formats):
+        if custom_formats is not None:  # never here; a format's strategy is not part of the key
+            return build(schema, alphabet=alphabet, custom_formats=custom_formats)
+        key = json.dumps(schema, sort_keys=True)  # every draw here uses the default alphabet
+        if key not in built:
+            built[key] = build(schema, alphabet=alphabet, custom_formats=custom_formats)
+        return built[key]
+
+    once.cached_per_schema = True
+    _hjs.__dict__["__from_schema"] = once
+
+
+_build_each_part_once()
 
 
 @functools.lru_cache(maxsize=64)
