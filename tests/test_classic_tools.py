@@ -70,6 +70,16 @@ def test_colour_tools(photos):
     assert cast_of(balanced) < cast_of(cast) * 0.2 and cast_of(cast) > 0.3
 
 
+def test_white_balance_keeps_a_colourful_photos_brightness(photos):
+    """Taking a cast out keeps the photo's mean brightness, not a grey's: the orange coffee under a warm light lost
+    4.7% of its brightness when the gains kept a grey pixel's luminance instead (issue 27)."""
+    img = photos["coffee"]
+    cast = np.clip(img * np.array([1.0, 0.85, 0.7], np.float32), 0, 1)
+    balanced = REGISTRY.call("white_balance", cast, {"strength": 1.0})[0]
+    assert luminance(balanced).mean() == pytest.approx(luminance(cast).mean(), rel=0.005)
+    assert (balanced[..., 0] - balanced[..., 2]).mean() < (cast[..., 0] - cast[..., 2]).mean() - 0.05  # it still cools
+
+
 def test_detail_tools(photos):
     img = photos["camera"]
     lap = lambda x: float(np.abs(np.diff(luminance(x), axis=1)).mean())  # noqa: E731

@@ -134,10 +134,16 @@ def white_balance(img, strength=1.0, *, illuminant=None):
     """Automatic white balance: divide out the estimated illuminant (white patch, shades of gray and gray
     edge agreeing), blended by strength, keeping the overall brightness. ``illuminant``: log(R/G), log(B/G)
     (default: estimated on this image)."""
+    weights = np.array([0.2126, 0.7152, 0.0722], np.float32)
+
     def f(c):
         log_rb = illuminant_estimate(c)[0] if illuminant is None else np.asarray(illuminant, np.float32)
         gains = np.exp(-strength * np.array([log_rb[0], 0.0, log_rb[1]], np.float32))
-        gains /= float(gains @ np.array([0.2126, 0.7152, 0.0722], np.float32))
+        # the photo's own mean brightness is kept, not a grey's: taking a cast out of an orange scene must not
+        # darken it (with a grey's luminance kept, a red-heavy photo lost its red's share of brightness)
+        mean = c.reshape(-1, 3).mean(axis=0)
+        brightness = float(mean @ weights)
+        gains /= float((mean * gains) @ weights) / brightness if brightness > 1e-3 else float(gains @ weights)
         return c * gains
     return on_color(_color_only(f))(img)
 
