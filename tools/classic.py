@@ -130,10 +130,11 @@ def temperature_tint(img, temperature=0.0, tint=0.0):
     return on_color(_color_only(lambda c: c * gains))(img)
 
 
-def white_balance(img, strength=1.0, *, illuminant=None):
+def white_balance(img, strength=1.0, *, illuminant=None, mean_colour=None):
     """Automatic white balance: divide out the estimated illuminant (white patch, shades of gray and gray
-    edge agreeing), blended by strength, keeping the overall brightness. ``illuminant``: log(R/G), log(B/G)
-    (default: estimated on this image)."""
+    edge agreeing), blended by strength, keeping the overall brightness. ``illuminant``: log(R/G), log(B/G);
+    ``mean_colour``: the photo's mean R, G, B, whose luminance is kept (both default to this image's own: a crop
+    is given the whole photo's, so that it is balanced as the photo is)."""
     weights = np.array([0.2126, 0.7152, 0.0722], np.float32)
 
     def f(c):
@@ -141,11 +142,20 @@ def white_balance(img, strength=1.0, *, illuminant=None):
         gains = np.exp(-strength * np.array([log_rb[0], 0.0, log_rb[1]], np.float32))
         # the photo's own mean brightness is kept, not a grey's: taking a cast out of an orange scene must not
         # darken it (with a grey's luminance kept, a red-heavy photo lost its red's share of brightness)
-        mean = c.reshape(-1, 3).mean(axis=0)
+        mean = c.reshape(-1, 3).mean(axis=0) if mean_colour is None else np.asarray(mean_colour, np.float32)
         brightness = float(mean @ weights)
         gains /= float((mean * gains) @ weights) / brightness if brightness > 1e-3 else float(gains @ weights)
         return c * gains
     return on_color(_color_only(f))(img)
+
+
+def _white_balance_pins(img, params):
+    """What a white balance measures on the whole photo: the light, and the mean colour whose brightness it keeps."""
+    color, _ = split_alpha(img)
+    if color.shape[2] < 3:
+        return {}
+    return {"illuminant": tuple(illuminant_estimate(color)[0].tolist()),
+            "mean_colour": tuple(float(v) for v in color.reshape(-1, color.shape[2])[:, :3].mean(axis=0))}
 
 
 def grayscale(img):
@@ -419,7 +429,7 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              "Use when the photo looks too yellow, blue or green overall.",
              (F("strength", "how far to move to neutral", 0.8, 0.0, 1.0),),
              white_balance, keywords=("white balance", "colour cast", "color cast", "neutral", "yellowish", "bluish"),
-             pins=lambda img, p: {"illuminant": tuple(illuminant_estimate(img)[0].tolist())} if img.shape[2] >= 3 else {}, moves=Moves("colour_cast", "down", follows_wording=False)),
+             pins=_white_balance_pins, moves=Moves("colour_cast", "down", follows_wording=False)),
     ToolSpec("grayscale", "Turn the photo black and white.",
              "Luminance-preserving conversion; the image keeps three channels.",
              (), grayscale, keywords=("black and white", "grayscale", "greyscale", "monochrome", "b&w")),
