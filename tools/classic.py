@@ -123,10 +123,13 @@ def vibrance(img, amount=0.0):
     return on_color(_color_only(f))(img)
 
 
+LUMA_WEIGHTS = np.array([0.2126, 0.7152, 0.0722], np.float32)  # Rec. 709, as imageops.luminance
+
+
 def temperature_tint(img, temperature=0.0, tint=0.0):
     """temperature > 0 warms (more red, less blue); tint > 0 shifts to magenta."""
     gains = np.array([1 + 0.2 * temperature, 1 - 0.2 * tint, 1 - 0.2 * temperature], np.float32)
-    gains = gains / (gains @ np.array([0.2126, 0.7152, 0.0722], np.float32))
+    gains = gains / (gains @ LUMA_WEIGHTS)
     return on_color(_color_only(lambda c: c * gains))(img)
 
 
@@ -135,17 +138,15 @@ def white_balance(img, strength=1.0, *, illuminant=None, mean_colour=None):
     edge agreeing), blended by strength, keeping the overall brightness. ``illuminant``: log(R/G), log(B/G);
     ``mean_colour``: the photo's mean R, G, B, whose luminance is kept (both default to this image's own: a crop
     is given the whole photo's, so that it is balanced as the photo is)."""
-    weights = np.array([0.2126, 0.7152, 0.0722], np.float32)
-
     def f(c):
         log_rb = illuminant_estimate(c)[0] if illuminant is None else np.asarray(illuminant, np.float32)
         gains = np.exp(-strength * np.array([log_rb[0], 0.0, log_rb[1]], np.float32))
         # the photo's own mean brightness is kept, not a grey's: taking a cast out of an orange scene must not
-        # darken it (with a grey's luminance kept, a red-heavy photo lost its red's share of brightness)
+        # darken it (with a grey's luminance kept, a red-heavy photo lost its red's share of brightness); a black
+        # photo has no brightness to keep, and keeps a grey's
         mean = c.reshape(-1, 3).mean(axis=0) if mean_colour is None else np.asarray(mean_colour, np.float32)
-        brightness = float(mean @ weights)
-        gains /= float((mean * gains) @ weights) / brightness if brightness > 1e-3 else float(gains @ weights)
-        return c * gains
+        kept = mean if float(mean @ LUMA_WEIGHTS) > 1e-3 else np.ones(3, np.float32)
+        return c * (gains * float(kept @ LUMA_WEIGHTS) / float((kept * gains) @ LUMA_WEIGHTS))
     return on_color(_color_only(f))(img)
 
 
@@ -155,7 +156,7 @@ def _white_balance_pins(img, params):
     if color.shape[2] < 3:
         return {}
     return {"illuminant": tuple(illuminant_estimate(color)[0].tolist()),
-            "mean_colour": tuple(float(v) for v in color.reshape(-1, color.shape[2])[:, :3].mean(axis=0))}
+            "mean_colour": tuple(float(v) for v in color.reshape(-1, 3).mean(axis=0))}
 
 
 def grayscale(img):
