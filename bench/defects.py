@@ -222,6 +222,11 @@ def jpeg(x, rng):
     return _jpeg(x, q), {"quality": q}
 
 
+def save_as_jpeg(x: np.ndarray, quality: int) -> np.ndarray:
+    """The image saved as a JPEG by Pillow (libjpeg's tables, 4:2:0 colour) and read back, 0..1 float."""
+    return _jpeg(x, quality)
+
+
 def _jpeg(x: np.ndarray, quality: int) -> np.ndarray:
     from PIL import Image
 

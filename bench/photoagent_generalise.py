@@ -28,8 +28,11 @@ Two of the project's photos are distorted images with no clean original (NO_REFE
 images I03, a heavy blur, and I19, a heavy JPEG): they run with the clean photos, and the report says what each
 method did to them and their BRISQUE and NIQE before and after (lower is better), since nothing says what they were.
 
+--saved-as-jpeg 85 saves every case as a JPEG before any method sees it, as a phone or an editor does: the same defects
+reached another way, which every user's photos are.
+
 Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean | --held-out]
-     [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0] [--detail] [--json PATH]
+     [--saved-as-jpeg 85] [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0] [--detail] [--json PATH]
 """
 from __future__ import annotations
 
@@ -151,9 +154,10 @@ def untouched(after: tuple[float, float]) -> bool:
 
 
 def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: tuple[str, ...] = METHODS,
-             seed: int = 0, model_for: str | None = None) -> dict:
+             seed: int = 0, model_for: str | None = None, jpeg: int = 0) -> dict:
     """One case, every method on it. ``model_for``: the family whose search components to use
-    (mcts_tools_and_reward), the case's own family when None."""
+    (mcts_tools_and_reward), the case's own family when None; ``jpeg``: the quality the case is saved at before any
+    method sees it (0: not saved), as a camera or an editor saves a photo."""
     clean = _photo(photo, side)
     bad, case = defects.make(clean, photo, "clean" if family == "distorted" else family, index)
     bad = np.array(bad, np.float32)  # its own writable copy, whatever make returned
@@ -161,10 +165,15 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
     # photo is clean and is counted with the clean ones
     as_is = family in AS_IS  # compared with itself: how far each method moved it
     unchanged = not as_is and float(np.abs(bad - clean).max()) < 0.5 / 255
+    reference = clean
+    if jpeg:
+        bad = defects.save_as_jpeg(bad, jpeg)
+        if as_is or unchanged:  # a clean photo, saved: what a method does to it is measured against what it was given
+            reference = bad
     before = (1.0, 0.0) if as_is or unchanged else (ssim(bad, clean), delta_e(bad, clean))
     row = {"photo": photo, "family": family, "group": "distorted" if family == "distorted" else case.group,
            "index": index, "label": "distorted, no clean original" if family == "distorted" else case.label(),
-           "unchanged": unchanged,
+           "unchanged": unchanged, "jpeg": jpeg,
            "parts": [[name, params] for name, params in case.parts], "before": before, "after": {},
            "actions": {}, "edits": {}, "wall": {}}
     for method in methods:
@@ -182,12 +191,12 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
         else:
             raise ValueError(f"unknown method {method!r}: choose from {METHODS}")
         out = np.asarray(out, np.float32)
-        if np.array_equal(out, clean):
+        if np.array_equal(out, reference):
             row["after"][method] = (1.0, 0.0)
         elif np.array_equal(out, bad):  # left as it came (none; a search that found nothing to do)
             row["after"][method] = before
         else:
-            row["after"][method] = (ssim(out, clean), delta_e(out, clean))
+            row["after"][method] = (ssim(out, reference), delta_e(out, reference))
         row["wall"][method] = time.perf_counter() - t  # its scoring against the original included
         if family == "distorted":  # no original to compare with: the no-reference scores before and after
             row.setdefault("no_reference", {"input": no_reference_scores(bad)})[method] = no_reference_scores(out)
@@ -340,6 +349,10 @@ def main() -> None:
     ap.add_argument("--json", metavar="PATH", help="write every row here")
     ap.add_argument("--held-out", action="store_true", help="the held-out families (defects.HELD_OUT, never tuned on) "
                     "instead of --families, with no clean photos")
+    ap.add_argument("--saved-as-jpeg", type=int, default=0, metavar="QUALITY",
+                    help="save every case (and clean photo) as a JPEG at this quality before any method sees it, as a "
+                         "phone or an editor saves a photo; a degraded case is still judged against its clean original, "
+                         "a clean photo against the JPEG it was given (default 0: not saved)")
     ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
                     "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR)")
     a = ap.parse_args()
@@ -358,11 +371,12 @@ def main() -> None:
         todo += [(p, "clean", 0) for p in a.other_clean.split(",") if p]
         todo += [(p, "distorted", 0) for p in a.no_reference.split(",") if p]
     t0 = time.perf_counter()
-    print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family, clean one), MCTS defaults: "
+    print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family, clean one)"
+          f"{f', each saved as a JPEG at quality {a.saved_as_jpeg}' if a.saved_as_jpeg else ''}, MCTS defaults: "
           f"{SETTINGS.simulations} simulations x depth {SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search "
           f"copy {SETTINGS.preview_side} px, seed {a.seed}; {a.jobs} worker(s) of 1 torch thread")
     with ProcessPoolExecutor(a.jobs, initializer=share_of_cores, initargs=(1,)) as pool:
-        rows = list(pool.map(_run, [(p, f, i, a.side, methods, a.seed) for p, f, i in todo]))
+        rows = list(pool.map(_run, [(p, f, i, a.side, methods, a.seed, None, a.saved_as_jpeg) for p, f, i in todo]))
     report(rows, methods, a.detail)
     if "mcts" in methods:
         print(f"\nmcts: edits mean {statistics.mean(r['edits']['mcts'] for r in rows):.1f}, "

@@ -144,3 +144,15 @@ def test_a_darkened_case_is_dominated_only_by_another_photo_darker_on_both_count
     assert ident.dominated((0.9, 0.5), "x", clean, darker=False) == ["bright"]
     tone = ident.tone(np.full((16, 16, 3), 0.5, np.float32))
     assert tone == pytest.approx((0.5, 0.5), abs=1e-3)
+
+
+def test_saved_as_jpeg_judges_a_case_against_its_original_and_a_clean_photo_against_its_jpeg():
+    lossless = bench.run_case("chelsea", "gamma-bright", 0, 128, ("none", "autocontrast"))
+    saved = bench.run_case("chelsea", "gamma-bright", 0, 128, ("none", "autocontrast"), jpeg=40)
+    assert saved["jpeg"] == 40 and lossless["jpeg"] == 0
+    # the same defect, the JPEG's loss on top: further from the original before anything is done
+    assert saved["before"][0] < lossless["before"][0] - 0.01
+    assert saved["after"]["none"] == saved["before"]
+    clean = bench.run_case("chelsea", "clean", 0, 128, ("none", "autocontrast"), jpeg=40)
+    assert clean["before"] == (1.0, 0.0) and bench.untouched(clean["after"]["none"])  # the JPEG is what it was given
+    assert not bench.untouched(clean["after"]["autocontrast"])

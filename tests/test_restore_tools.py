@@ -9,7 +9,7 @@ from skimage.metrics import structural_similarity
 
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import as_image, gaussian, luminance, resize_longest, to_uint8
-from edit_agents.tools.restore import blockiness, estimate_blur, overshoot
+from edit_agents.tools.restore import _jpeg_luma, blockiness, estimate_blur, jpeg_error, overshoot
 
 REGISTRY = default_registry()
 NAMES = ("astronaut", "camera", "coffee")
@@ -233,6 +233,40 @@ def test_the_deconvolution_s_forward_model_blurs_its_result_back_to_the_input(cl
     # a kernel left to be estimated is not known from the params: no model
     assert spec.forward(out, spec.validate({"kind": "auto"})[0]) is None
     assert spec.forward(out, spec.validate({"kind": "motion", "length": 9})[0]) is None  # angle still estimated
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_jpeg_s_quality_and_rounding_error_are_read_from_the_photo(name, clean):
+    img = clean[name]
+    assert jpeg_error(img) == (0.0, 0)  # never saved as a JPEG (and resized, which would blur any grid away)
+    for quality in (30, 60, 85):
+        saved = jpeg(img, quality)
+        # a crop off the grid: the blocks are found where the photo steps, not assumed at the corner
+        crop, truth = saved[3:, 5:], img[3:, 5:]
+        true = float((_jpeg_luma(crop) - _jpeg_luma(truth)).std()) / 255
+        error, read = jpeg_error(crop)
+        print(f"{name} q{quality}: read q{read}, error {error:.4f} (true {true:.4f})")
+        assert abs(read - quality) <= 3  # neighbouring qualities share most steps
+        assert 0.7 * true < error < 2.0 * true  # 1.2-1.45x here: a dropped coefficient's size is modelled
+
+
+@pytest.mark.parametrize("radius", [2.0, 3.0])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_blurred_photo_saved_as_a_jpeg_is_deconvolved_without_ringing(name, radius, clean, monkeypatch):
+    """The JPEG's rounding counts as noise: its own noise reading misses it (the codec drops the finest detail),
+    and a deconvolution penalised for the sensor's noise alone raised the codec's blocks and ringing."""
+    import edit_agents.tools.restore as restore
+
+    img = clean[name]
+    saved = jpeg(blurred(img, disc(radius)), 85)
+    params = {"kind": "defocus", "radius": radius, "strength": 1.0}
+    out = REGISTRY.call("deconvolve", saved, params)[0]
+    monkeypatch.setattr(restore, "jpeg_error", lambda image: (0.0, 0))  # the code before: the rounding unseen
+    unseen = REGISTRY.call("deconvolve", saved, params)[0]
+    print(f"{name} r{radius}: saved {ssim(saved, img):.3f}, deconvolved {ssim(out, img):.3f} "
+          f"({ssim(unseen, img):.3f} with the rounding unseen)")
+    assert ssim(out, img) > ssim(saved, img) + 0.01
+    assert ssim(out, img) > ssim(unseen, img) + 0.01
 
 
 def old_sharpen(img, amount, radius=1.5):
