@@ -408,6 +408,22 @@ def test_colour_fringes_are_measured_and_scaled_back(name, red, blue, clean):
     assert max(abs(k) for k in fringe_scales(out)) * 100 < FRINGE_LIMIT
 
 
+@pytest.mark.parametrize("name", ["astronaut", "coffee"])
+def test_colour_fringes_in_a_jpeg_are_scaled_back_at_the_colour_s_resolution(name, photos, monkeypatch):
+    """A JPEG keeps colour at half resolution (4:2:0) and rebuilds each channel's fine detail from the aligned luma:
+    the whole red and blue planes moved back misalign that detail, and left the photo further from the clean one."""
+    import edit_agents.tools.restore as restore
+
+    img = resize_longest(photos[name], 512)
+    saved = jpeg(fringed(img, 0.008, -0.008), 85)
+    out = REGISTRY.call("fix_fringes", saved, {"strength": 1.0})[0]
+    monkeypatch.setattr(restore, "jpeg_error", lambda image: (0.0, 0))  # the code before: the JPEG unseen
+    whole = REGISTRY.call("fix_fringes", saved, {"strength": 1.0})[0]
+    print(f"{name}: saved {ssim(saved, img):.3f}, fixed {ssim(out, img):.3f} (whole planes moved: {ssim(whole, img):.3f})")
+    assert ssim(out, img) > ssim(saved, img) + 0.015
+    assert ssim(out, img) > ssim(whole, img) + 0.01
+
+
 def test_a_grey_or_aligned_photo_is_left_as_it_is(clean):
     from edit_agents.tools.restore import fringe_scales
 

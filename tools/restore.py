@@ -159,6 +159,7 @@ JPEG_QUALITIES = np.arange(1, 101)
 JPEG_LOW = np.array([1, 8, 16, 9, 2, 3, 10, 17, 24, 32])
 JPEG_FIT = 0.25  # mean distance of kept coefficients to the nearest step, over half a step: 0 on the steps, 0.5 at random
 JPEG_WINDOW = 1024  # px: the side of the photo's centre that the JPEG's rounding is read on
+JPEG_CHROMA_SIGMA = 1.0  # px: about the resolution of colour a 4:2:0 JPEG keeps (every other pixel each way)
 JPEG_BLOCKS = 2048  # blocks read at most: the quality and the error are shares, so a sample gives them at any size
 
 
@@ -969,6 +970,10 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
     scales = (float(red) * strength, float(blue) * strength)
     if max(abs(v) for v in scales) < 1e-5:
         return ToolOutput(img.copy(), ["no colour fringes measured; the photo is unchanged"])
+    # a JPEG keeps colour at half the resolution (4:2:0, as libjpeg, Pillow and most cameras save it) and rebuilds each
+    # channel's fine detail from the luma, which is aligned: only the colour's coarse part carries the fringes, and
+    # moving the fine detail too would misalign it (docs/generalisation.md)
+    saved_as_jpeg = jpeg_error(img)[1] > 0
 
     def f(c):
         out = np.array(c, np.float32)
@@ -977,13 +982,16 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
                 continue
             plane = out[:, :, channel]
             moved = _zoom_axis(_zoom_axis(plane, 1, 1 + k, cx), 0, 1 + k, cy)
+            if saved_as_jpeg:  # the move at the colour's resolution: about a pixel's Gaussian
+                moved = plane + sampled_gaussian(moved - plane, JPEG_CHROMA_SIGMA)
             # the cubic's overshoot at a step is not detail: the channel keeps its own range
             out[:, :, channel] = np.clip(moved, float(plane.min()), float(plane.max()))
         return out
     half = 0.5 * math.hypot(h, w)
     return ToolOutput(on_color(f)(img), [f"red scaled by {-scales[0]:+.2%} and blue by {-scales[1]:+.2%} about the "
                                          f"centre (fringes of {abs(scales[0]) * half:.1f} and {abs(scales[1]) * half:.1f}"
-                                         f" px at the corners)"])
+                                         f" px at the corners)" + ("; at the colour's resolution, the photo being a JPEG"
+                                                                   if saved_as_jpeg else "")])
 
 
 def _fringe_pins(img, params):
