@@ -219,15 +219,11 @@ def quantised_linear(x, rng):  # too few levels in linear light: 16-48 a channel
 
 def jpeg(x, rng):
     q = int(rng.integers(6, 26))
-    return _jpeg(x, q), {"quality": q}
+    return save_as_jpeg(x, q), {"quality": q}
 
 
 def save_as_jpeg(x: np.ndarray, quality: int) -> np.ndarray:
     """The image saved as a JPEG by Pillow (libjpeg's tables, 4:2:0 colour) and read back, 0..1 float."""
-    return _jpeg(x, quality)
-
-
-def _jpeg(x: np.ndarray, quality: int) -> np.ndarray:
     from PIL import Image
 
     buf = io.BytesIO()
@@ -529,7 +525,7 @@ def colour_mottle(x, rng):  # a phone's noise reduction leaving colour in coarse
 
 def jpeg_twice(x, rng):  # saved twice at middling quality
     q = int(rng.integers(30, 50))
-    return _jpeg(_jpeg(x, q), q), {"quality": q}
+    return save_as_jpeg(save_as_jpeg(x, q), q), {"quality": q}
 
 
 def anisotropic_blur(x, rng):  # a Gaussian blur wider one way than the other

@@ -238,7 +238,7 @@ def jpeg_error(img: np.ndarray) -> tuple[float, int]:
     # a frequency no block kept has a size the photo does not tell: counted as none
     dropped_share = np.where(kept > 0, 1 - kept, 0.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        scale = np.where(dropped_share > 0, -half / np.log1p(-np.minimum(dropped_share, 1 - 1e-9)), 1.0)
+        scale = np.where(dropped_share > 0, -half / np.log1p(-dropped_share), 1.0)  # a share under 1: some block kept it
         tail = np.exp(-half / scale)
         # E[x^2 | |x| < half] of a Laplacian of this scale
         dropped = np.where(dropped_share > 0, (2 * scale * scale - tail * (half * half + 2 * half * scale + 2 * scale * scale))
