@@ -634,3 +634,21 @@ def test_a_crop_is_dehazed_as_part_of_the_whole_photo(clean):
     alone = REGISTRY.call("dehaze", np.ascontiguousarray(bad[40:140, 60:220]), {})[0]
     assert np.abs(crop - whole[40:140, 60:220]).mean() < 0.01  # the photo's veil, measured on its copy
     assert np.abs(alone - whole[40:140, 60:220]).mean() > np.abs(crop - whole[40:140, 60:220]).mean()
+
+
+@pytest.mark.parametrize("quality", [0, 85])
+def test_taking_a_veil_out_never_brightens_the_photo(quality):
+    """A uniform veil over a dark scene (the deep field: every patch reaches near black) leaves the dark channel flat,
+    so its brightest patches are veil over dark ground, not the airlight. Read as one, the transmission came out near
+    0 and the gain raised a JPEG's rounding over the whole sky; the airlight is now read no dimmer than the mean."""
+    from skimage import data
+
+    sky = resize_longest(as_image(data.hubble_deep_field()), 320)
+    bad = hazed(sky, 0.8, (0.25, 0.24, 0.22))  # glare: a dim airlight, as a share of the scene's highlights
+    if quality:
+        bad = jpeg(bad, quality)
+    out = REGISTRY.call("dehaze", bad, {})[0]
+    mean_in, mean_out = (float(luminance(_decode(x)).mean()) for x in (bad, out))
+    print(f"q{quality}: mean light {mean_in:.4f} -> {mean_out:.4f}, SSIM {ssim(sky, bad):.3f} -> {ssim(sky, out):.3f}")
+    assert mean_out <= mean_in * 1.001
+    assert ssim(sky, out) > ssim(sky, bad) - 0.005  # not harmed

@@ -449,7 +449,9 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
              "noise is not amplified; for real defocus or motion blur use deconvolve.",
              (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0, neutral=None, pixels=True)),
              sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft"),
-             conflicts=("deconvolve",), moves=Moves("sharpness")),  # a deconvolution reads the sharpened edges as a kernel of their own
+             # a deconvolution reads the sharpened edges as a kernel of their own; a second sharpen (in a later
+             # step) only steepens what the first steepened: halos, and a JPEG's blocks and rounding raised
+             conflicts=("deconvolve", "sharpen"), moves=Moves("sharpness")),
     ToolSpec("denoise", "Reduce noise and grain while keeping edges.",
              "Use for noisy low-light photos; high strength smooths fine texture.",
              (F("strength", "strength", 0.5, 0.0, 1.0),

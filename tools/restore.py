@@ -1103,11 +1103,19 @@ def haze_estimate(img: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]
     the dark channel's) over the airlight, the share of that channel's light the veil holds. Read per channel, the
     veil's own colour comes out of the shadows; read through the airlight's colour, which is the whites' as often as
     the veil's, the shadows were left tinted (a warm airlight read on the astronaut's suit left her helmet brown).
-    Never so much that the tonal span more than doubles (_within_stretch)."""
+    The airlight is never read dimmer than the photo's mean luminance. Never so much that the tonal span more than
+    doubles (_within_stretch)."""
     lin = _decode(resize_longest(img, HAZE_SIDE))
     minima = patch_minimum(lin)
     dark = channel_min(minima)
     air = np.maximum(lin[dark >= np.percentile(dark, 99.9)].mean(axis=0), 1e-3)
+    # taking a veil out never brightens a photo on the whole: with one transmission, the result's mean stays at most
+    # the photo's exactly when the airlight is no dimmer than that mean. Where the dark channel is about as flat as
+    # its floor (a uniform veil over a dark scene, the deep field), its brightest patches are veil over dark ground,
+    # not the airlight, and read as one the transmission came out near 0: a gain of 3-5 that raised a JPEG's rounding
+    mean = float(luminance(lin).mean())
+    if _luma(air) < mean:
+        air = air * (mean / _luma(air))
     veil = np.clip(np.percentile(minima, 1.0, axis=(0, 1)) / air, 0.0, MAX_VEIL)
     return tuple(float(a) for a in air), tuple(float(v) for v in veil * _within_stretch(lin, air, veil))
 
