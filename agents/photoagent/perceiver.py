@@ -60,6 +60,7 @@ GRID_STEP = 1.8  # ... and the grid steps this many levels of 255 more than insi
 # photos, 1.5 on scikit-image's moon (a JPEG whose flat surface shows faint blocks), 1.5-6.5 at quality 6-25
 BLUR_CONFIDENCE = 0.5  # a kernel estimated this surely (tools/restore.estimate_blur) is undone by deconvolution
 MIN_MOTION = 5.0  # px: a shorter line is not told apart from a small defocus or a Gaussian blur
+SAME_LENGTH, SAME_ANGLE = 0.25, 15.0  # two crops read one shake: lines within a quarter of a length and 15 degrees
 # No proposal more than doubles the tonal span in one edit: some photos are flat by nature (fog, the
 # moon's surface), and a flat photo made less flat is safe where one stretched to the full range is not.
 MAX_STRETCH = 2.0
@@ -363,7 +364,14 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     found = [estimate_blur(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
     if not found:
         return None
-    best = max(found, key=lambda k: k["confidence"])
+    # a shake moves the whole frame: a line read on one crop alone, with no other crop reading one of about its length
+    # and angle, is no shake (a JPEG's 8 px grid, read as an 8 px line by one crop of a dusk sky, was deconvolved)
+    seconded = [k for k in found if k["kind"] != "motion" or any(
+        other is not k and other["kind"] == "motion" and abs(other["length"] - k["length"]) <= SAME_LENGTH * k["length"]
+        and abs((other["angle"] - k["angle"] + 90.0) % 180.0 - 90.0) <= SAME_ANGLE for other in found)]
+    best = max(seconded or found, key=lambda k: k["confidence"])
+    if not seconded:
+        best = {**best, "kind": "none", "confidence": 0.0}
     if best["kind"] == "gaussian":
         median = {key: float(np.median([k[key] for k in found])) for key in ("sigma", "wide", "narrow", "isotropy")}
         # a direction is the same 180 degrees on: the mean of the doubled angles
