@@ -408,20 +408,39 @@ def test_colour_fringes_are_measured_and_scaled_back(name, red, blue, clean):
     assert max(abs(k) for k in fringe_scales(out)) * 100 < FRINGE_LIMIT
 
 
+@pytest.mark.parametrize("quality", [85, 95])
 @pytest.mark.parametrize("name", ["astronaut", "coffee"])
-def test_colour_fringes_in_a_jpeg_are_scaled_back_at_the_colour_s_resolution(name, photos, monkeypatch):
+def test_colour_fringes_in_a_jpeg_are_scaled_back_at_the_colour_s_resolution(name, quality, photos, monkeypatch):
     """A JPEG keeps colour at half resolution (4:2:0) and rebuilds each channel's fine detail from the aligned luma:
-    the whole red and blue planes moved back misalign that detail, and left the photo further from the clean one."""
+    the whole red and blue planes moved back misalign that detail, and left the photo further from the clean one. At
+    quality 95 the JPEG's rounding is too fine to read; its colour's resolution is not (colour_detail)."""
     import edit_agents.tools.restore as restore
 
     img = resize_longest(photos[name], 512)
-    saved = jpeg(fringed(img, 0.008, -0.008), 85)
+    saved = jpeg(fringed(img, 0.008, -0.008), quality)
     out = REGISTRY.call("fix_fringes", saved, {"strength": 1.0})[0]
-    monkeypatch.setattr(restore, "jpeg_error", lambda image: (0.0, 0))  # the code before: the JPEG unseen
+    monkeypatch.setattr(restore, "jpeg_error", lambda image: (0.0, 0))  # the code before: the JPEG unseen ...
+    monkeypatch.setattr(restore, "colour_detail", lambda image: 10.0)  # ... and the colour taken as full resolution
     whole = REGISTRY.call("fix_fringes", saved, {"strength": 1.0})[0]
-    print(f"{name}: saved {ssim(saved, img):.3f}, fixed {ssim(out, img):.3f} (whole planes moved: {ssim(whole, img):.3f})")
+    print(f"{name} q{quality}: saved {ssim(saved, img):.3f}, fixed {ssim(out, img):.3f} (whole planes moved: "
+          f"{ssim(whole, img):.3f})")
     assert ssim(out, img) > ssim(saved, img) + 0.015
-    assert ssim(out, img) > ssim(whole, img) + 0.01
+    assert ssim(out, img) > ssim(whole, img) + 0.005
+
+
+def test_a_colour_kept_at_half_resolution_is_told_from_fringes_at_full_resolution(photos):
+    """4:2:0 (Pillow's and most cameras' JPEGs, at any quality) against full-resolution colour: a fringed photo as
+    it was made, and saved with its colour kept whole (4:4:4)."""
+    from edit_agents.tools.restore import HALF_COLOUR_DETAIL, colour_detail
+
+    for name in ("astronaut", "coffee", "chelsea"):
+        bad = fringed(resize_longest(photos[name], 512), 0.006, -0.005)
+        buf = io.BytesIO()
+        Image.fromarray(to_uint8(bad)).save(buf, "JPEG", quality=95, subsampling=0)
+        whole = as_image(np.array(Image.open(io.BytesIO(buf.getvalue()))))
+        readings = [colour_detail(x) for x in (bad, whole, jpeg(bad, 95), jpeg(bad, 60))]
+        print(name, [round(r, 2) for r in readings])
+        assert min(readings[:2]) > HALF_COLOUR_DETAIL > max(readings[2:]), (name, readings)
 
 
 def test_a_grey_or_aligned_photo_is_left_as_it_is(clean):

@@ -160,6 +160,10 @@ JPEG_LOW = np.array([1, 8, 16, 9, 2, 3, 10, 17, 24, 32])
 JPEG_FIT = 0.25  # mean distance of kept coefficients to the nearest step, over half a step: 0 on the steps, 0.5 at random
 JPEG_WINDOW = 1024  # px: the side of the photo's centre that the JPEG's rounding is read on
 JPEG_CHROMA_SIGMA = 1.0  # px: about the resolution of colour a 4:2:0 JPEG keeps (every other pixel each way)
+# a colour's finest detail (under a 1 px Gaussian) over its next octave (1 to 2 px), as a share of the luma's: a fringed
+# photo whose colour is at full resolution reads 3.4-4.9 (the lens puts colour edges at the pixels), the same photos
+# saved as 4:2:0 JPEGs at quality 85 or 95 0.8-2.0 (the colour rebuilt from every other pixel; 11 colour photos)
+HALF_COLOUR_DETAIL = 2.6
 JPEG_BLOCKS = 2048  # blocks read at most: the quality and the error are shares, so a sample gives them at any size
 
 
@@ -955,6 +959,23 @@ def _zoom_axis(plane: np.ndarray, axis: int, factor: float, centre: float) -> np
     return out
 
 
+def colour_detail(img: np.ndarray) -> float:
+    """How fine a photo's colour is, against its luma: the colour differences' (blue and red minus luma, as a JPEG
+    keeps them) energy under a 1 px Gaussian over their energy between 1 and 2 px, divided by the same ratio of the
+    luma. A 4:2:0 JPEG keeps colour at every other pixel and rebuilds it smoothly, so its colour's finest octave is
+    nearly empty; a JPEG at quality 95 shows it as plainly as one at 30, where its rounding is too fine to read."""
+    rgb = np.asarray(img[:, :, :3], np.float32)
+    luma = luminance(rgb)
+
+    def fine_over_coarse(plane: np.ndarray) -> float:
+        plane = plane[:, :, None]
+        one, two = sampled_gaussian(plane, 1.0), sampled_gaussian(plane, 2.0)
+        return float(((plane - one) ** 2).mean()) / (float(((one - two) ** 2).mean()) + 1e-12)
+
+    colour = fine_over_coarse(rgb[:, :, 2] - luma) + fine_over_coarse(rgb[:, :, 0] - luma)
+    return colour / (fine_over_coarse(luma) + 1e-12)
+
+
 def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre_y=None):
     """Lateral chromatic aberration: the red and blue images scaled back onto the green one about the optical
     centre (the photo's centre), by the scales measured on the photo (``fringe_scales``) unless given. ``red``,
@@ -973,7 +994,7 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
     # a JPEG keeps colour at half the resolution (4:2:0, as libjpeg, Pillow and most cameras save it) and rebuilds each
     # channel's fine detail from the luma, which is aligned: only the colour's coarse part carries the fringes, and
     # moving the fine detail too would misalign it (docs/generalisation.md)
-    saved_as_jpeg = jpeg_error(img)[1] > 0
+    coarse_colour = jpeg_error(img)[1] > 0 or colour_detail(img) < HALF_COLOUR_DETAIL
 
     def f(c):
         out = np.array(c, np.float32)
@@ -982,7 +1003,7 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
                 continue
             plane = out[:, :, channel]
             moved = _zoom_axis(_zoom_axis(plane, 1, 1 + k, cx), 0, 1 + k, cy)
-            if saved_as_jpeg:  # the move at the colour's resolution: about a pixel's Gaussian
+            if coarse_colour:  # the move at the colour's resolution: about a pixel's Gaussian
                 moved = plane + sampled_gaussian(moved - plane, JPEG_CHROMA_SIGMA)
             # the cubic's overshoot at a step is not detail: the channel keeps its own range
             out[:, :, channel] = np.clip(moved, float(plane.min()), float(plane.max()))
@@ -990,8 +1011,8 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
     half = 0.5 * math.hypot(h, w)
     return ToolOutput(on_color(f)(img), [f"red scaled by {-scales[0]:+.2%} and blue by {-scales[1]:+.2%} about the "
                                          f"centre (fringes of {abs(scales[0]) * half:.1f} and {abs(scales[1]) * half:.1f}"
-                                         f" px at the corners)" + ("; at the colour's resolution, the photo being a JPEG"
-                                                                   if saved_as_jpeg else "")])
+                                         f" px at the corners)" + ("; at the colour's resolution, the photo's colour being"
+                                                                   " at half resolution (a JPEG)" if coarse_colour else "")])
 
 
 def _fringe_pins(img, params):
