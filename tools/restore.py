@@ -960,8 +960,8 @@ def _zoom_axis(plane: np.ndarray, axis: int, factor: float, centre: float) -> np
 
 
 def colour_detail(img: np.ndarray) -> float:
-    """How fine a photo's colour is, against its luma: the colour differences' (blue and red minus luma, as a JPEG
-    keeps them) energy under a 1 px Gaussian over their energy between 1 and 2 px, divided by the same ratio of the
+    """How fine a photo's colour is, against its luma: the colour differences' (blue and red minus the luma, as a
+    JPEG keeps colour, here with the pack's Rec. 709 luma) energy under a 1 px Gaussian over their energy between 1 and 2 px, divided by the same ratio of the
     luma. A 4:2:0 JPEG keeps colour at every other pixel and rebuilds it smoothly, so its colour's finest octave is
     nearly empty; a JPEG at quality 95 shows it as plainly as one at 30, where its rounding is too fine to read."""
     rgb = np.asarray(img[:, :, :3], np.float32)

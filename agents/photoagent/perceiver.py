@@ -369,9 +369,9 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     seconded = [k for k in found if k["kind"] != "motion" or any(
         other is not k and other["kind"] == "motion" and abs(other["length"] - k["length"]) <= SAME_LENGTH * k["length"]
         and abs((other["angle"] - k["angle"] + 90.0) % 180.0 - 90.0) <= SAME_ANGLE for other in found)]
-    best = max(seconded or found, key=lambda k: k["confidence"])
-    if not seconded:
-        best = {**best, "kind": "none", "confidence": 0.0}
+    if not seconded:  # every crop read a line the others did not
+        return {**max(found, key=lambda k: k["confidence"]), "kind": "none", "confidence": 0.0}
+    best = max(seconded, key=lambda k: k["confidence"])
     if best["kind"] == "gaussian":
         median = {key: float(np.median([k[key] for k in found])) for key in ("sigma", "wide", "narrow", "isotropy")}
         # a direction is the same 180 degrees on: the mean of the doubled angles
