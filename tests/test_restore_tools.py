@@ -9,7 +9,7 @@ from skimage.metrics import structural_similarity
 
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import as_image, gaussian, luminance, resize_longest, to_uint8
-from edit_agents.tools.restore import _jpeg_luma, blockiness, estimate_blur, jpeg_error, overshoot
+from edit_agents.tools.restore import MIN_CONFIDENCE, _jpeg_luma, blockiness, estimate_blur, jpeg_error, overshoot
 
 REGISTRY = default_registry()
 NAMES = ("astronaut", "camera", "coffee")
@@ -671,3 +671,42 @@ def test_taking_a_veil_out_never_brightens_the_photo(quality):
     print(f"q{quality}: mean light {mean_in:.4f} -> {mean_out:.4f}, SSIM {ssim(sky, bad):.3f} -> {ssim(sky, out):.3f}")
     assert mean_out <= mean_in * 1.001
     assert ssim(sky, out) > ssim(sky, bad) - 0.005  # not harmed
+
+
+def _moon():
+    from skimage import data
+
+    return resize_longest(as_image(data.moon()), 512)
+
+
+@pytest.mark.parametrize("size", [6, 7])
+@pytest.mark.parametrize("name", NAMES + ("moon",))
+def test_a_square_blur_is_read_as_neither_a_disc_nor_a_line(name, size, clean):
+    """A square kernel's spectral zeros lie on lines, not on circles (a disc's) nor at a line's two ends (a shake's):
+    its cepstrum is deep at four points a quarter turn apart. Deconvolved as a disc, each frequency where the two
+    kernels differ in sign came back inverted: a fine mesh over the photo. Read here before 8-bit rounding, which
+    fills the spectrum's zeros and blurs the difference (docs/generalisation.md)."""
+    img = clean[name] if name in clean else resize_longest(_moon(), 320)
+    square = ndimage.uniform_filter(img, size=(size, size, 1), mode="reflect")
+    found = estimate_blur(luminance(square))
+    assert found["kind"] not in ("defocus", "motion"), found
+    assert estimate_blur(luminance(square), "motion")["confidence"] < MIN_CONFIDENCE
+    lum = luminance(img)
+    round_one = estimate_blur(ndimage.convolve(lum, disc(size / 2), mode="reflect"))
+    assert round_one["kind"] == "defocus" and round_one["confidence"] > 0.5, round_one  # a disc as wide still is one
+
+
+def test_a_square_blur_read_on_the_search_s_crops_is_no_shake(photos):
+    """The moon's crops under a 7 px square: two crops read a 7 px vertical line, each seconding the other, and the
+    shake was taken when the disc was ruled out. A line's cepstrum is deep at its two ends only; a square's is as deep
+    a quarter turn away."""
+    from edit_agents.agents.metrics import texture_crops
+    from edit_agents.agents.photoagent.perceiver import estimate_kernel
+
+    square = ndimage.uniform_filter(_moon(), size=(7, 7, 1), mode="reflect")
+    found = estimate_kernel(texture_crops(square))
+    assert found["kind"] not in ("defocus", "motion"), found
+    for name in ("camera", "astronaut"):  # a real vertical shake of that length still is one (the moon's crops read
+        # any shake as a Gaussian, with or without this check)
+        shaken = estimate_kernel(texture_crops(blurred(resize_longest(photos[name], 512), line(7, 90))))
+        assert shaken["kind"] == "motion" and abs(shaken["length"] - 7) <= 1, shaken

@@ -21,12 +21,23 @@ from .spec import Param, ToolOutput, ToolSpec
 BLOCK = 8  # the JPEG DCT block
 RING_PER_RADIUS = 1.86  # a disc of radius R puts its cepstral ring at 1.86 R (measured, R = 1.5 to 6 px)
 MIN_CONFIDENCE = 0.25  # below this estimate_blur says "none" and deconvolve leaves the photo alone
+# A disc is round, so its cepstral ring is as deep all round: the ring's mean over its deepest point (_ring_evenness)
+# reads 0.31-0.71 per crop on the calibration photos' defocus discs (0.25 on the few JPEG'd ones still read as discs),
+# while a kernel whose zeros lie on lines (a square's, a resampling's) puts four deep points on it and reads about 0.1.
+# A disc's confidence scales down below this: deconvolved as a disc, such a blur comes back covered in a fine mesh
+# (each frequency where the two kernels differ in sign is restored inverted; docs/generalisation.md)
+RING_EVENNESS = 0.3
 # A motion line smears detail along itself only: past 1/length cycles per px the photo's power along the line falls
 # far below its power across it. Log ratios (along over across): -1.8 to -4.4 on the motion blurs of the defect
 # space (6-15 px); -0.9 to +1.0 on the clean photos and the Gaussian and over-smoothing blurs whose cepstrum shows a
 # line (the moon's JPEG texture reads as a 4-10 px horizontal line at +0.9 to +1.7). Full trust at or below the first
 # figure, none at or above the second.
 MOTION_ANISOTROPY = (-1.5, -0.75)
+# A line's kernel has its cepstral points at its two ends only; the cepstrum a quarter turn away, at the same distance,
+# over the line's end reads -0.2 to 0.16 per crop on the calibration photos' motion blurs (0.51 at most on one JPEG'd at
+# quality 85). A kernel with zeros on two crossing lines (a square's) is as deep there: about 1. Full trust at or below
+# the first figure, none at or above the second.
+MOTION_CROSS = (0.5, 1.0)
 # A Gaussian blur is read from how fast the spectrum falls (_gaussian_sigma), between these frequencies (cycles per px:
 # above the photo's own layout, below where noise and 8-bit steps flatten it). On the native-resolution crops of the
 # project's clean photos it reads -0.6 to 0.6 px (the median of four; 0.79 on one crop at most); on the defect space's
@@ -516,6 +527,17 @@ def gaussian_reading(sigma: float, wide: float, narrow: float, long_axis: float,
             "angle": round(long_axis, 1) % 180.0, "confidence": gaussian_confidence(wide)}
 
 
+def _ring_evenness(cep: np.ndarray, radius: float) -> float:
+    """How evenly deep a centred cepstrum is on the circle of ``radius`` px: its mean over 36 points of the half
+    circle (a real photo's cepstrum is symmetric) over the deepest of them; 0 where none is below 0. A disc's ring is
+    about as deep all round; a kernel with zeros on lines puts a few deep points on it."""
+    c = cep.shape[0] // 2
+    turn = np.linspace(0.0, np.pi, 36, endpoint=False)
+    values = ndimage.map_coordinates(cep, [c - radius * np.sin(turn), c + radius * np.cos(turn)], order=1)
+    deepest = float(values.min())
+    return float(values.mean()) / deepest if deepest < 0 else 0.0
+
+
 def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     """The blur of a photo: ``{"kind": "none" | "defocus" | "motion" | "gaussian", "radius": px (defocus),
     "length": px and "angle": degrees counter-clockwise from horizontal (motion; a Gaussian's long axis), "sigma": px
@@ -550,6 +572,10 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     dx = at[1] - c + float((weight.sum(axis=0) * np.arange(-1, 2)).sum() / (weight.sum() + 1e-12))
     length = math.hypot(dx, dy)
     angle = math.degrees(math.atan2(-dy, dx)) % 180.0
+    # the same distance a quarter turn away: about as deep where the kernel is a square's, not a line's
+    side = float(ndimage.map_coordinates(cep, [[c + dx], [c - dy]], order=1)[0])
+    crossed = side / float(cep[at]) if cep[at] < 0 else 0.0
+    alone, crossing = MOTION_CROSS
     # defocus: the deepest ring of the profile by radius (in half-pixel bins)
     bins = np.round(rr * 2).astype(int)
     counts = np.bincount(bins.ravel())
@@ -563,13 +589,17 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     depth_point, depth_ring = -float(cep[at]) / spread, -float(b) / spread
     at_length = profile[min(round(length * 2), len(profile) - 1)]
     isotropy = float(at_length / cep[at]) if cep[at] < 0 else 0.0  # a ring is as deep all round; a point is not
-    defocus = {**none, "kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2),
-               "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)), 3)}
+    evenness = _ring_evenness(cep, ring_at)
+    defocus = {**none, "kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2), "evenness": round(evenness, 3),
+               "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)
+                                         * np.clip(evenness / RING_EVENNESS, 0, 1)), 3)}
     full, none_at = MOTION_ANISOTROPY
     smeared = float(np.clip((none_at - _along_over_across(power, length, angle)) / (none_at - full), 0, 1))
     motion = {**none, "kind": "motion", "length": round(length, 2), "angle": round(angle, 1) % 180.0,
+              "crossed": round(crossed, 3),
               "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
-                                        * np.clip((0.4 - isotropy) / 0.2, 0, 1) * smeared), 3)}
+                                        * np.clip((0.4 - isotropy) / 0.2, 0, 1) * smeared
+                                        * np.clip((crossing - crossed) / (crossing - alone), 0, 1)), 3)}
     gaussian = {**none, **gaussian_reading(sigma, wide, narrow, long_axis)}
     if kind in ("defocus", "motion", "gaussian"):
         return {"defocus": defocus, "motion": motion, "gaussian": gaussian}[kind]
