@@ -710,3 +710,20 @@ def test_a_square_blur_read_on_the_search_s_crops_is_no_shake(photos):
         # any shake as a Gaussian, with or without this check)
         shaken = estimate_kernel(texture_crops(blurred(resize_longest(photos[name], 512), line(7, 90))))
         assert shaken["kind"] == "motion" and abs(shaken["length"] - 7) <= 1, shaken
+
+
+def test_the_trace_says_why_a_blur_is_sharpened_and_not_deconvolved(photos):
+    """A square's blur (no kernel trusted) is sharpened, and the blur finding says what kernel was read and how surely;
+    a disc's is deconvolved with its kernel named."""
+    from edit_agents.agents.metrics import image_statistics, texture_crops
+    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+
+    img = resize_longest(photos["astronaut"], 512)
+    for blurred_photo, tool, said in ((ndimage.uniform_filter(img, size=(7, 7, 1), mode="reflect"), "sharpen",
+                                       "no kernel measured surely"),
+                                      (blurred(img, disc(3.0)), "deconvolve", "defocus kernel estimated")):
+        crops = texture_crops(blurred_photo)
+        seen = RulePerceiver().perceive(image_statistics(blurred_photo, crops), 8, ["sharpen", "deconvolve"], crops=crops)
+        finding = next(f for f in seen.findings if f.check == "blur")
+        assert finding.defect and said in finding.reason, finding.reason
+        assert {a.tool for a in seen.actions} == {tool}, seen.actions

@@ -25,7 +25,8 @@ MIN_CONFIDENCE = 0.25  # below this estimate_blur says "none" and deconvolve lea
 # reads 0.31-0.71 per crop on the calibration photos' defocus discs (0.25 on the few JPEG'd ones still read as discs),
 # while a kernel whose zeros lie on lines (a square's, a resampling's) puts four deep points on it and reads about 0.1.
 # A disc's confidence scales down below this: deconvolved as a disc, such a blur comes back covered in a fine mesh
-# (each frequency where the two kernels differ in sign is restored inverted; docs/generalisation.md)
+# (each frequency where the two kernels differ in sign is restored inverted). Rounding to 8 bits or a JPEG fills the
+# zeros and lifts squares to 0.16-0.42, among the discs: there a square still reads as a disc (docs/generalisation.md)
 RING_EVENNESS = 0.3
 # A motion line smears detail along itself only: past 1/length cycles per px the photo's power along the line falls
 # far below its power across it. Log ratios (along over across): -1.8 to -4.4 on the motion blurs of the defect
@@ -543,7 +544,8 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     "length": px and "angle": degrees counter-clockwise from horizontal (motion; a Gaussian's long axis), "sigma": px
     (the Gaussian the spectrum falls off by; an elongated one's along its long axis), "sigma_minor": px (an elongated
     Gaussian's across it; 0: round), "confidence": 0..1}``, with the fall-off's raw readings (``sigma`` a round fit's,
-    ``isotropy``, ``wide``, ``narrow`` and ``long_axis``) whatever the kind. Defocus and motion from the cepstrum
+    ``isotropy``, ``wide``, ``narrow`` and ``long_axis``) whatever the kind, and the kernel's shape as read (a disc's
+    ``evenness``, a line's ``crossed``: RING_EVENNESS, MOTION_CROSS). Defocus and motion from the cepstrum
     (their kernels' zeros), a Gaussian from the spectrum's fall-off (it has no zeros). ``kind`` "defocus", "motion"
     or "gaussian" reports the best kernel of that family even where the photo looks sharp."""
     lum = np.asarray(lum, np.float32)

@@ -349,6 +349,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
                     f"confidence {kernel['confidence']:.2f}): deconvolve")
             calls = _at("deconvolve", "strength", (0.6, 1.0), why, kind=kernel["kind"], **size)
         elif blurred:
+            if blur is not None:  # why no deconvolution: the kernel read, and how surely (its shape counts too)
+                unsure = kernel["kind"] == "none" or kernel["confidence"] < BLUR_CONFIDENCE
+                why += (f"; no kernel measured surely ({kernel['kind']}, confidence {kernel['confidence']:.2f}, "
+                        f"needs {BLUR_CONFIDENCE})" if unsure
+                        else f"; the {kernel['kind']} kernel read is not trusted (a line under {MIN_MOTION} px, or "
+                             "a JPEG grid in the photo)") + ": sharpen"
             calls = _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5)
         out.append((Finding("blur", sharp, BLUR_SHARPNESS, blurred, why), calls))
     return out
