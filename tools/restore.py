@@ -577,7 +577,6 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     # the same distance a quarter turn away: about as deep where the kernel is a square's, not a line's
     side = float(ndimage.map_coordinates(cep, [[c + dx], [c - dy]], order=1)[0])
     crossed = side / float(cep[at]) if cep[at] < 0 else 0.0
-    alone, crossing = MOTION_CROSS
     # defocus: the deepest ring of the profile by radius (in half-pixel bins)
     bins = np.round(rr * 2).astype(int)
     counts = np.bincount(bins.ravel())
@@ -596,6 +595,7 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
                "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)
                                          * np.clip(evenness / RING_EVENNESS, 0, 1)), 3)}
     full, none_at = MOTION_ANISOTROPY
+    alone, crossing = MOTION_CROSS
     smeared = float(np.clip((none_at - _along_over_across(power, length, angle)) / (none_at - full), 0, 1))
     motion = {**none, "kind": "motion", "length": round(length, 2), "angle": round(angle, 1) % 180.0,
               "crossed": round(crossed, 3),
@@ -993,9 +993,10 @@ def _zoom_axis(plane: np.ndarray, axis: int, factor: float, centre: float) -> np
 
 def colour_detail(img: np.ndarray) -> float:
     """How fine a photo's colour is, against its luma: the colour differences' (blue and red minus the luma, as a
-    JPEG keeps colour, here with the pack's Rec. 709 luma) energy under a 1 px Gaussian over their energy between 1 and 2 px, divided by the same ratio of the
-    luma. A 4:2:0 JPEG keeps colour at every other pixel and rebuilds it smoothly, so its colour's finest octave is
-    nearly empty; a JPEG at quality 95 shows it as plainly as one at 30, where its rounding is too fine to read."""
+    JPEG keeps colour, here with the pack's Rec. 709 luma) energy under a 1 px Gaussian over their energy between 1
+    and 2 px, divided by the same ratio of the luma. A 4:2:0 JPEG keeps colour at every other pixel and rebuilds it
+    smoothly, so its colour's finest octave is nearly empty; a JPEG at quality 95 shows it as plainly as one at 30,
+    where its rounding is too fine to read."""
     rgb = np.asarray(img[:, :, :3], np.float32)
     luma = luminance(rgb)
 
