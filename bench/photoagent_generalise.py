@@ -354,7 +354,8 @@ def main() -> None:
                          "phone or an editor saves a photo; a degraded case is still judged against its clean original, "
                          "a clean photo against the JPEG it was given (default 0: not saved)")
     ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
-                    "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR)")
+                    "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR; the "
+                    "fits of bench/results/photoagent_generalise_lofo.txt are in bench/results/lofo_fits)")
     a = ap.parse_args()
     if a.lofo_rewards:
         global LOFO_REWARDS
