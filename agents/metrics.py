@@ -274,10 +274,18 @@ def _chroma_blotches(crop: np.ndarray) -> float:
     of a small neighbourhood lie along one line (Omer and Werman's colour lines): an edge between two colours, a shade
     of one, and a saturation or tone change keeps them on a line. Colour noise spreads them both ways, wherever it is;
     texture, sharpening and strong colour do not."""
+    spread = colour_spread(crop)
+    return 0.0 if spread is None else float(math.sqrt(max(float(np.median(spread[0])), 0.0)))
+
+
+def colour_spread(crop: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_chroma_blotches``' reading before its median: the smaller spread of the colour differences in each whole
+    5x5-block neighbourhood, and the crop's 4x4-block luminance (whole blocks, before the neighbourhoods are cut); None
+    for a grey crop or one too small for a neighbourhood."""
     b, win = BLOTCH_BLOCK, BLOTCH_WINDOW
     h, w = crop.shape[0] // b, crop.shape[1] // b
     if crop.ndim < 3 or crop.shape[2] < 3 or min(h, w) < win:
-        return 0.0
+        return None
     # block means by strided sums, rows then columns: several times faster than a mean over reshaped axes
     rows = sum(crop[k:h * b:b, :w * b, :3] for k in range(b))
     blocks = sum(rows[:, k::b] for k in range(b)).astype(np.float64) / (b * b)
@@ -287,8 +295,7 @@ def _chroma_blotches(crop: np.ndarray) -> float:
     cut = (slice(win // 2, h - win // 2), slice(win // 2, w - win // 2))  # whole neighbourhoods only
     mu, mv, uu, vv, uv = (x[cut] for x in local)
     a, c, cross = uu - mu * mu, vv - mv * mv, uv - mu * mv
-    minor = (a + c) / 2 - np.sqrt(((a - c) / 2) ** 2 + cross ** 2)  # the smaller eigenvalue of each 2x2 covariance
-    return float(math.sqrt(max(float(np.median(minor)), 0.0)))
+    return (a + c) / 2 - np.sqrt(((a - c) / 2) ** 2 + cross ** 2), lum  # the smaller eigenvalue of each covariance
 
 
 def _chroma_noise(crop: np.ndarray) -> float:
