@@ -222,6 +222,12 @@ def jpeg(x, rng):
     return save_as_jpeg(x, q), {"quality": q}
 
 
+def save_as_png(x: np.ndarray) -> np.ndarray:
+    """The image saved as an 8-bit PNG and read back, 0..1 float: every photo a user loads is rounded to 8 bits at
+    least (ComfyUI's LoadImage reads 8-bit files), which the defect space's float arrays are not."""
+    return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8).astype(np.float32) / 255.0
+
+
 def save_as_jpeg(x: np.ndarray, quality: int) -> np.ndarray:
     """The image saved as a JPEG by Pillow (libjpeg's tables, 4:2:0 colour) and read back, 0..1 float."""
     from PIL import Image

@@ -29,10 +29,12 @@ images I03, a heavy blur, and I19, a heavy JPEG): they run with the clean photos
 method did to them and their BRISQUE and NIQE before and after (lower is better), since nothing says what they were.
 
 --saved-as-jpeg 85 saves every case as a JPEG before any method sees it, as a phone or an editor does: the same defects
-reached another way, which every user's photos are.
+reached another way, which every user's photos are. --saved-as-png rounds every case to 8 bits, as a PNG keeps it:
+the defect space's cases are float arrays, which no file a user loads is, and the rounding alone fills the spectral
+zeros the blur kernels are read from.
 
 Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean | --held-out]
-     [--saved-as-jpeg 85] [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0] [--detail] [--json PATH]
+     [--saved-as-jpeg 85 | --saved-as-png] [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0] [--detail] [--json PATH]
 """
 from __future__ import annotations
 
@@ -157,7 +159,7 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
              seed: int = 0, model_for: str | None = None, jpeg: int = 0) -> dict:
     """One case, every method on it. ``model_for``: the family whose search components to use
     (mcts_tools_and_reward), the case's own family when None; ``jpeg``: the quality the case is saved at before any
-    method sees it (0: not saved), as a camera or an editor saves a photo."""
+    method sees it (0: not saved, -1: as an 8-bit PNG), as a camera or an editor saves a photo."""
     clean = _photo(photo, side)
     bad, case = defects.make(clean, photo, "clean" if family == "distorted" else family, index)
     bad = np.array(bad, np.float32)  # its own writable copy, whatever make returned
@@ -167,7 +169,7 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
     unchanged = not as_is and float(np.abs(bad - clean).max()) < 0.5 / 255
     reference = clean
     if jpeg:
-        bad = defects.save_as_jpeg(bad, jpeg)
+        bad = defects.save_as_jpeg(bad, jpeg) if jpeg > 0 else defects.save_as_png(bad)
         if as_is or unchanged:  # a clean photo, saved: what a method does to it is measured against what it was given
             reference = bad
     before = (1.0, 0.0) if as_is or unchanged else (ssim(bad, clean), delta_e(bad, clean))
@@ -353,6 +355,9 @@ def main() -> None:
                     help="save every case (and clean photo) as a JPEG at this quality before any method sees it, as a "
                          "phone or an editor saves a photo; a degraded case is still judged against its clean original, "
                          "a clean photo against the JPEG it was given (default 0: not saved)")
+    ap.add_argument("--saved-as-png", action="store_true",
+                    help="save every case (and clean photo) as an 8-bit PNG before any method sees it: rounded to 8 "
+                         "bits, as every photo a user loads is (the defect space's cases are float arrays)")
     ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
                     "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR; the "
                     "fits of bench/results/photoagent_generalise_lofo.txt are in bench/results/lofo_fits)")
@@ -367,17 +372,21 @@ def main() -> None:
                and f not in ("combination", "clean")]
     if unknown:
         ap.error(f"unknown method(s) or family(ies): {', '.join(unknown)}")
+    if a.saved_as_png and a.saved_as_jpeg:
+        ap.error("--saved-as-png and --saved-as-jpeg: choose one")
+    save = -1 if a.saved_as_png else a.saved_as_jpeg
     todo = cases([p for p in a.photos.split(",") if p], families, a.per_family)
     if "clean" in families:
         todo += [(p, "clean", 0) for p in a.other_clean.split(",") if p]
         todo += [(p, "distorted", 0) for p in a.no_reference.split(",") if p]
     t0 = time.perf_counter()
     print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family, clean one)"
-          f"{f', each saved as a JPEG at quality {a.saved_as_jpeg}' if a.saved_as_jpeg else ''}, MCTS defaults: "
+          f"{f', each saved as a JPEG at quality {a.saved_as_jpeg}' if a.saved_as_jpeg else ''}"
+          f"{', each saved as an 8-bit PNG' if save == -1 else ''}, MCTS defaults: "
           f"{SETTINGS.simulations} simulations x depth {SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search "
           f"copy {SETTINGS.preview_side} px, seed {a.seed}; {a.jobs} worker(s) of 1 torch thread")
     with ProcessPoolExecutor(a.jobs, initializer=share_of_cores, initargs=(1,)) as pool:
-        rows = list(pool.map(_run, [(p, f, i, a.side, methods, a.seed, None, a.saved_as_jpeg) for p, f, i in todo]))
+        rows = list(pool.map(_run, [(p, f, i, a.side, methods, a.seed, None, save) for p, f, i in todo]))
     report(rows, methods, a.detail)
     if "mcts" in methods:
         print(f"\nmcts: edits mean {statistics.mean(r['edits']['mcts'] for r in rows):.1f}, "

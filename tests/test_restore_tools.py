@@ -5,11 +5,14 @@ import numpy as np
 import pytest
 from PIL import Image
 from scipy import ndimage
+from skimage import data
 from skimage.metrics import structural_similarity
 
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import as_image, gaussian, luminance, resize_longest, to_uint8
-from edit_agents.tools.restore import MIN_CONFIDENCE, _jpeg_luma, blockiness, estimate_blur, jpeg_error, overshoot
+from edit_agents.tools import restore
+from edit_agents.tools.restore import (MIN_CONFIDENCE, _jpeg_luma, blockiness, estimate_blur, floor_sigma, jpeg_error,
+                                       overshoot)
 
 REGISTRY = default_registry()
 NAMES = ("astronaut", "camera", "coffee")
@@ -727,3 +730,32 @@ def test_the_trace_says_why_a_blur_is_sharpened_and_not_deconvolved(photos):
         finding = next(f for f in seen.findings if f.check == "blur")
         assert finding.defect and said in finding.reason, finding.reason
         assert {a.tool for a in seen.actions} == {tool}, seen.actions
+
+
+def test_the_noise_floor_reads_white_noise_and_the_rounding_of_8_bits():
+    """floor_sigma: the white noise whose spectrum lies at the photo's floor. On white noise it is that noise; on a
+    blurred photo it is what rounding left there: less on a float array (the photo's own 8 bits, resampled), about
+    1/255/sqrt(12) once the blurred photo is stored in 8 bits, more once it is saved as a JPEG."""
+    grey = 0.5 + np.random.default_rng(0).normal(0, 0.004, (256, 256)).astype(np.float32)
+    assert floor_sigma(grey) == pytest.approx(0.004, rel=0.05)
+    img = resize_longest(as_image(data.camera()), 512)
+    soft = np.stack([ndimage.convolve(img[:, :, c], disc(3), mode="reflect") for c in range(img.shape[2])], axis=2)
+    on_array, in_8_bits = floor_sigma(luminance(soft)), floor_sigma(luminance(as_image(to_uint8(soft))))
+    assert on_array < 0.6 * in_8_bits and 0.7 / 255 / np.sqrt(12) < in_8_bits < 1.5 / 255 / np.sqrt(12)
+    assert floor_sigma(luminance(jpeg(soft, 95))) > in_8_bits
+    assert floor_sigma(luminance(img)) > 10 * in_8_bits  # a sharp photo's own detail reaches the floor's band
+
+
+@pytest.mark.parametrize("name", ["camera", "moon"])
+def test_a_blur_saved_at_quality_95_is_deconvolved_with_the_codec_s_rounding_as_noise(name, monkeypatch):
+    """At quality 95 jpeg_error reads no rounding (the steps are too fine) and the finest diagonal detail, which the
+    codec dropped, reads no noise: the deconvolution took the photo for noiseless and raised the codec's error. The
+    floor of its spectrum counts it (docs/generalisation.md)."""
+    img = resize_longest(as_image(getattr(data, name)()), 512)
+    soft = jpeg(np.stack([ndimage.convolve(img[:, :, c], disc(3), mode="reflect") for c in range(img.shape[2])], axis=2), 95)
+    counted = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]
+    monkeypatch.setattr(restore, "floor_sigma", lambda lum: 0.0)
+    unseen = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]
+    print(f"{name}: SSIM {ssim(img, soft):.4f} blurred, {ssim(img, unseen):.4f} the floor unseen, "
+          f"{ssim(img, counted):.4f} counted")
+    assert ssim(img, counted) > ssim(img, unseen) + 0.005

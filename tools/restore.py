@@ -60,6 +60,10 @@ MIN_SIGMA_MINOR = 0.3
 # the defect space's tuned motion blurs of 6-15 px, the calibration photos' included). A fall-off wider than this share
 # of the line the cepstrum reads is a Gaussian's, as one wider than a disc's radius is.
 GAUSS_PER_LINE = 0.25
+# How deep a kernel's zeros read in the cepstrum, in robust standard deviations of it: no trust at or below the first,
+# full trust at or above the second (a motion line's deepest point; a disc's ring)
+MOTION_DEPTH = (10.0, 25.0)
+RING_DEPTH = (2.0, 8.0)
 NOISE_BAND = 0.42  # cycles per px: beyond this a blurred photo's spectrum is its noise floor
 FLOOR_MARGIN = 3.0  # the fit reads frequencies whose power stands this many floors above the floor
 
@@ -410,12 +414,16 @@ def remove_impulses(img, threshold=0.2):
 
 # --- blur estimation --------------------------------------------------------------------
 
-def _cepstrum(lum: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The power cepstrum of ``lum`` (the inverse transform of its log power spectrum, centred), and that power
-    spectrum (centred), from the
-    spectra of overlapping windowed tiles averaged (Welch), so the photo's own content averages out while the
-    blur kernel's zeros, the same in every tile, stay: a disc gives a negative ring at about twice its radius,
-    a linear motion two negative points at its length along its direction."""
+def _frequencies(n: int) -> np.ndarray:
+    """Each sample's frequency (cycles per px) in an n x n transform, uncentred."""
+    f = np.fft.fftfreq(n)
+    return np.hypot(f[:, None], f[None, :])
+
+
+def _welch_power(lum: np.ndarray) -> np.ndarray | None:
+    """The power spectrum of ``lum`` (uncentred) averaged over overlapping Hann-windowed tiles (Welch), so the photo's
+    own content averages out while what every tile shares (a blur kernel's zeros, a noise floor) stays; None where the
+    photo is under 64 px."""
     h, w = lum.shape
     n = 128 if min(h, w) >= 128 else 64 if min(h, w) >= 64 else 0
     if n == 0:
@@ -427,7 +435,35 @@ def _cepstrum(lum: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     tiles = np.stack([lum[y:y + n, x:x + n] for y in ys for x in xs]).astype(np.float64)
     tiles -= tiles.mean(axis=(1, 2), keepdims=True)
     window = np.hanning(n)
-    power = (np.abs(sfft.fft2(tiles * np.outer(window, window), workers=2)) ** 2).mean(axis=0)
+    return (np.abs(sfft.fft2(tiles * np.outer(window, window), workers=2)) ** 2).mean(axis=0)
+
+
+def _floor(power: np.ndarray) -> float:
+    """The noise floor of a Welch power spectrum (``_welch_power``'s): its median beyond NOISE_BAND, where a blurred
+    photo keeps nothing but its noise, its 8-bit steps and its codec's rounding."""
+    return float(np.median(power[_frequencies(power.shape[0]) > NOISE_BAND]))
+
+
+def floor_sigma(lum: np.ndarray) -> float:
+    """The standard deviation of the white noise whose spectrum would lie at the photo's noise floor (``_floor``): the
+    rounding of 8 bits or of a JPEG too fine for ``jpeg_error`` to read counts, where the finest diagonal detail
+    (``_noise_sigma``) misses what a codec dropped. A sharp photo's own fine detail counts as well, so it reads high
+    there; a deconvolution only asks it of a blurred photo."""
+    lum = np.asarray(lum, np.float32)
+    power = _welch_power(lum[:, :, 0] if lum.ndim == 3 else lum)
+    if power is None:
+        return 0.0
+    window = np.hanning(power.shape[0])
+    return math.sqrt(_floor(power)) / float((window ** 2).sum())  # white noise of sd s lies at s^2 (sum of w^2)^2
+
+
+def _cepstrum(lum: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The power cepstrum of ``lum`` (the inverse transform of its log power spectrum, centred), and that power
+    spectrum (centred), from ``_welch_power``: a disc gives a negative ring at about twice its radius, a linear motion
+    two negative points at its length along its direction."""
+    power = _welch_power(lum)
+    if power is None:
+        return None
     cepstrum = np.fft.fftshift(sfft.ifft2(np.log(power + 1e-12 * power.mean() + 1e-20), workers=2).real)
     return cepstrum, np.fft.fftshift(power)
 
@@ -592,14 +628,16 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     isotropy = float(at_length / cep[at]) if cep[at] < 0 else 0.0  # a ring is as deep all round; a point is not
     evenness = _ring_evenness(cep, ring_at)
     defocus = {**none, "kind": "defocus", "radius": round(ring_at / RING_PER_RADIUS, 2), "evenness": round(evenness, 3),
-               "confidence": round(float(np.clip((depth_ring - 2.0) / 6.0, 0, 1) * np.clip(isotropy / 0.3, 0, 1)
+               "confidence": round(float(np.clip((depth_ring - RING_DEPTH[0]) / (RING_DEPTH[1] - RING_DEPTH[0]), 0, 1)
+                                         * np.clip(isotropy / 0.3, 0, 1)
                                          * np.clip(evenness / RING_EVENNESS, 0, 1)), 3)}
     full, none_at = MOTION_ANISOTROPY
     alone, crossing = MOTION_CROSS
     smeared = float(np.clip((none_at - _along_over_across(power, length, angle)) / (none_at - full), 0, 1))
     motion = {**none, "kind": "motion", "length": round(length, 2), "angle": round(angle, 1) % 180.0,
               "crossed": round(crossed, 3),
-              "confidence": round(float(np.clip((depth_point - 10.0) / 15.0, 0, 1)
+              "confidence": round(float(np.clip((depth_point - MOTION_DEPTH[0]) / (MOTION_DEPTH[1] - MOTION_DEPTH[0]),
+                                                0, 1)
                                         * np.clip((0.4 - isotropy) / 0.2, 0, 1) * smeared
                                         * np.clip((crossing - crossed) / (crossing - alone), 0, 1)), 3)}
     gaussian = {**none, **gaussian_reading(sigma, wide, narrow, long_axis)}
@@ -788,6 +826,9 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
     # a JPEG's rounding is noise to a deconvolution too, and its own noise reading misses it (the codec drops the finest
     # detail it reads): without it, heavy ringing on a photo saved at quality 85 (docs/generalisation.md)
     noise = math.hypot(_noise_sigma(lum), jpeg_error(img)[0])
+    # and so is the rounding of 8 bits or of a JPEG too fine for jpeg_error to read (quality 95), which lies at the
+    # spectrum's floor, where the finest diagonal detail misses what the codec dropped
+    noise = max(noise, floor_sigma(lum))
     # the penalty: enough to keep noise and 8-bit steps from being amplified; lower strength = more penalty
     balance = (1000 * noise * noise + 3e-3) * 10 ** (1.5 * (0.7 - strength))
 
