@@ -52,9 +52,13 @@ def line(length, angle, sub=8):
     return k / k.sum()
 
 
+def convolved(img, kernel):
+    return np.stack([ndimage.convolve(img[:, :, c], kernel, mode="reflect") for c in range(img.shape[2])], axis=2)
+
+
 def blurred(img, kernel, seed=0):
     """Blurred, with a little sensor noise, stored in 8 bits as a camera would."""
-    out = np.stack([ndimage.convolve(img[:, :, c], kernel, mode="reflect") for c in range(img.shape[2])], axis=2)
+    out = convolved(img, kernel)
     out += np.random.default_rng(seed).normal(0, 0.002, out.shape)
     return as_image(to_uint8(out))
 
@@ -739,7 +743,7 @@ def test_the_noise_floor_reads_white_noise_and_the_rounding_of_8_bits():
     grey = 0.5 + np.random.default_rng(0).normal(0, 0.004, (256, 256)).astype(np.float32)
     assert floor_sigma(grey) == pytest.approx(0.004, rel=0.05)
     img = resize_longest(as_image(data.camera()), 512)
-    soft = np.stack([ndimage.convolve(img[:, :, c], disc(3), mode="reflect") for c in range(img.shape[2])], axis=2)
+    soft = convolved(img, disc(3))
     on_array, in_8_bits = floor_sigma(luminance(soft)), floor_sigma(luminance(as_image(to_uint8(soft))))
     assert on_array < 0.6 * in_8_bits and 0.7 / 255 / np.sqrt(12) < in_8_bits < 1.5 / 255 / np.sqrt(12)
     assert floor_sigma(luminance(jpeg(soft, 95))) > in_8_bits
@@ -752,7 +756,7 @@ def test_a_blur_saved_at_quality_95_is_deconvolved_with_the_codec_s_rounding_as_
     codec dropped, reads no noise: the deconvolution took the photo for noiseless and raised the codec's error. The
     floor of its spectrum counts it (docs/generalisation.md)."""
     img = resize_longest(as_image(getattr(data, name)()), 512)
-    soft = jpeg(np.stack([ndimage.convolve(img[:, :, c], disc(3), mode="reflect") for c in range(img.shape[2])], axis=2), 95)
+    soft = jpeg(convolved(img, disc(3)), 95)
     counted = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]
     monkeypatch.setattr(restore, "floor_sigma", lambda lum: 0.0)
     unseen = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]

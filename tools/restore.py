@@ -414,12 +414,6 @@ def remove_impulses(img, threshold=0.2):
 
 # --- blur estimation --------------------------------------------------------------------
 
-def _frequencies(n: int) -> np.ndarray:
-    """Each sample's frequency (cycles per px) in an n x n transform, uncentred."""
-    f = np.fft.fftfreq(n)
-    return np.hypot(f[:, None], f[None, :])
-
-
 def _welch_power(lum: np.ndarray) -> np.ndarray | None:
     """The power spectrum of ``lum`` (uncentred) averaged over overlapping Hann-windowed tiles (Welch), so the photo's
     own content averages out while what every tile shares (a blur kernel's zeros, a noise floor) stays; None where the
@@ -439,9 +433,9 @@ def _welch_power(lum: np.ndarray) -> np.ndarray | None:
 
 
 def _floor(power: np.ndarray) -> float:
-    """The noise floor of a Welch power spectrum (``_welch_power``'s): its median beyond NOISE_BAND, where a blurred
-    photo keeps nothing but its noise, its 8-bit steps and its codec's rounding."""
-    return float(np.median(power[_frequencies(power.shape[0]) > NOISE_BAND]))
+    """The noise floor of a centred Welch power spectrum (``_cepstrum``'s): its median beyond NOISE_BAND, where a
+    blurred photo keeps nothing but its noise, its 8-bit steps and its codec's rounding."""
+    return float(np.median(power[_radii(power.shape[0]) / power.shape[0] > NOISE_BAND]))
 
 
 def floor_sigma(lum: np.ndarray) -> float:
@@ -454,7 +448,7 @@ def floor_sigma(lum: np.ndarray) -> float:
     if power is None:
         return 0.0
     window = np.hanning(power.shape[0])
-    return math.sqrt(_floor(power)) / float((window ** 2).sum())  # white noise of sd s lies at s^2 (sum of w^2)^2
+    return math.sqrt(_floor(np.fft.fftshift(power))) / float((window ** 2).sum())  # white noise of sd s lies at s^2 (sum of w^2)^2
 
 
 def _cepstrum(lum: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -494,7 +488,7 @@ def _fall_off(power: np.ndarray) -> FallOff:
     yy, xx = np.mgrid[-c:n - c, -c:n - c] / n
     f = (_radii(n) / n).ravel()
     p = power.ravel()
-    floor = float(np.median(p[f > NOISE_BAND]))
+    floor = _floor(power)
     above = p - floor
     band = (f > GAUSS_BAND[0]) & (f < GAUSS_BAND[1]) & (above > FLOOR_MARGIN * floor)
     if band.sum() < 50:
