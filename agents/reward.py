@@ -32,6 +32,8 @@ from .metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_I
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
 FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
+# the share of a restoration's change (what its forward model explains) the preservation term charges: see preserved
+RESTORATION_CHARGE = 0.25
 
 # Each component reads one or more raw statistics through a band (its shape below, its numbers fitted).
 COMPONENT_STATS: dict[str, tuple[str, ...]] = {
@@ -376,10 +378,15 @@ ClassicReward = Reward  # the ensemble with no learned scorers is the classic re
 def preserved(original: np.ndarray, img: np.ndarray, as_input: np.ndarray | None = None) -> float:
     """The preservation term's similarity of ``img`` to ``original`` (metrics.structure_similarity). With
     ``as_input``, the photo that the restorations among the edits say they were given (a deconvolution's kernel
-    applied again), it is the mean of the two readings, so a restoration is charged half for the detail it brings
-    back. Charged in full, a right deconvolution lost to the change it makes (the camera man shaken by 8 px: SSIM
-    to the sharp photo 0.78 -> 0.89, still scored lower). Charged nothing, the reward took the strongest one every
-    time: ringing at the frequencies the kernel removed is blurred away again by that kernel, so the reading through
-    the model cannot see it (the rocket shaken by 14 px: SSIM 0.85 at strength 0.6, 0.76 at 1.0, and 1.0 kept)."""
+    applied again), RESTORATION_CHARGE of it is the direct reading and the rest that photo's, so a restoration is
+    charged a quarter of the detail it brings back. Charged in full, a right deconvolution lost to the change it makes
+    (the camera man shaken by 8 px: SSIM to the sharp photo 0.78 -> 0.89, still scored lower). Charged nothing, the
+    reward took the strongest one every time: ringing at the frequencies the kernel removed is blurred away again by
+    that kernel, so the reading through the model cannot see it (the rocket shaken by 14 px: SSIM 0.815 blurred, 0.85
+    at strength 0.6, 0.76 at 1.0, and 1.0 kept). Charged half, the right deconvolutions of four shaken photos were
+    turned down; a quarter keeps two of them and still turns the rocket's 1.0 down (docs/generalisation.md, "A quarter
+    of the change")."""
     direct = structure_similarity(original, img)
-    return direct if as_input is None else 0.5 * (direct + structure_similarity(original, as_input))
+    if as_input is None:
+        return direct
+    return RESTORATION_CHARGE * direct + (1.0 - RESTORATION_CHARGE) * structure_similarity(original, as_input)
