@@ -182,8 +182,8 @@ def test_a_right_deconvolution_is_charged_a_quarter_and_the_search_keeps_it(phot
     reward = Reward()
     charged = reward.score(out, bad).components["preservation"]
     seen = through_forward_models(tools, [call], out)
-    half = reward.score(out, bad, as_input=seen).components["preservation"]
-    assert charged < half < 1.0  # charged a quarter: something is still charged
+    quartered = reward.score(out, bad, as_input=seen).components["preservation"]
+    assert charged < quartered < 1.0  # charged a quarter: something is still charged
     assert through_forward_models(tools, [ToolCall("gamma", {"gamma": 1.2})], out) is None  # no model, no reading
     result = mcts_enhance(bad, tools, reward)
     assert "deconvolve" in {a.tool for a in result.actions}, result.actions

@@ -448,7 +448,8 @@ def floor_sigma(lum: np.ndarray) -> float:
     if power is None:
         return 0.0
     window = np.hanning(power.shape[0])
-    return math.sqrt(_floor(np.fft.fftshift(power))) / float((window ** 2).sum())  # white noise of sd s lies at s^2 (sum of w^2)^2
+    # white noise of standard deviation s lies at s^2 (sum of w^2)^2 in a Welch spectrum of window w
+    return math.sqrt(_floor(np.fft.fftshift(power))) / float((window ** 2).sum())
 
 
 def _cepstrum(lum: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
