@@ -101,6 +101,14 @@ BLOTCH_LIMIT = 0.017
 # family (16-48 levels a channel in linear light) reads 3.6-19.9. Seldom intent: a poster look made on purpose keeps
 # its flat areas when smoothed, since the tool holds each pixel within its own level's step.
 STEP_LIMIT = 2.5
+# Softness (texture_statistics' sharpness: fine detail relative to local contrast): 1.24-5.4 on the project's clean
+# photos but a clock face's smooth close-up (0.48) and the retina (0.85); at least 0.88 on every family of the defect
+# space with no blur in it (a JPEG moon) but over-smoothing (0.41); 0.12-1.14 under the blur families. Read in log, as a
+# blur's width is: halving the fine detail costs as much anywhere.
+SOFT_LIMIT = 0.45
+# under this, a picture with hardly any fine detail at all (a flat test card, a clear sky): no longer a blur's width,
+# so the shortfall stops growing there (the defect space's heaviest blurs read 0.12, I03's 0.09)
+SOFT_FLOOR = 0.05
 BLOTCH_BLOCK = 4  # px: the blotches are read on the means of 4x4 blocks, where fine noise has gone
 BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along one line
 VEIL_PATCH = DARK_PATCH

@@ -27,7 +27,8 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from .metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT,
-                      IMPULSE_LIMIT, METRICS, STEP_LIMIT, VEIL_LIMIT, raw_statistics, structure_similarity)
+                      IMPULSE_LIMIT, METRICS, SOFT_FLOOR, SOFT_LIMIT, STEP_LIMIT, VEIL_LIMIT, raw_statistics,
+                      structure_similarity)
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
@@ -139,7 +140,11 @@ PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid ste
              ("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal"),
              ("banding", "banding", 1.0, BANDING_LIMIT, "row banding"),
              ("blotches", "chroma_blotches", 1.0, BLOTCH_LIMIT, "colour blotches"),
-             ("posterisation", "level_step", 1.0, STEP_LIMIT, "posterisation, step between levels in 8-bit levels"))
+             ("posterisation", "level_step", 1.0, STEP_LIMIT, "posterisation, step between levels in 8-bit levels"),
+             ("softness", "sharpness", 1.0, SOFT_LIMIT, "softness, the log of fine detail short of"))
+# the penalties on a statistic that is a defect when low, each with the reading under which its shortfall stops
+# growing: counted as the log of the shortfall (excess)
+FLOOR_PENALTIES = {"softness": SOFT_FLOOR}
 
 
 # the penalties whose statistic the texture crops give (texture_statistics); the veil and the fringes are global
@@ -147,11 +152,14 @@ TEXTURE_PENALTIES = tuple(name for name, key, *_ in PENALTIES if key not in ("ve
 
 
 def excess(raw: Mapping[str, float], penalty: str) -> float:
-    """How far ``raw`` is past the clean limit of a penalty of PENALTIES (0 when fine or not measured). The veil
-    is not read in a black-and-white photo: the prior is about colour (see VEIL_LIMIT)."""
+    """How far ``raw`` is past the clean limit of a penalty of PENALTIES (0 when fine or not measured); for a floor
+    penalty (FLOOR_PENALTIES), the log of how far under it. The veil is not read in a black-and-white photo: the
+    prior is about colour (see VEIL_LIMIT)."""
     _, key, scale, limit, _ = next(p for p in PENALTIES if p[0] == penalty)
     if key not in raw or (penalty == "veil" and raw.get("is_gray")):
         return 0.0
+    if penalty in FLOOR_PENALTIES:
+        return max(0.0, math.log(limit / max(raw[key] * scale, FLOOR_PENALTIES[penalty])))
     return max(0.0, raw[key] * scale - limit)
 
 
@@ -168,6 +176,7 @@ class RewardConfig:
     banding: float = 5.0  # penalty per unit of row banding (its sigma) above BANDING_LIMIT
     blotches: float = 3.0  # penalty per unit of coarse colour noise (its sigma on 4x4 blocks) above BLOTCH_LIMIT
     posterisation: float = 0.005  # penalty per 8-bit level of step between the levels a photo uses above STEP_LIMIT
+    softness: float = 0.03  # penalty per unit of log(SOFT_LIMIT / sharpness) where the fine detail is under SOFT_LIMIT
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
@@ -322,7 +331,7 @@ class Reward:
         parts = [f"{k} {w / self._norm:.2f}" for k, w in self.active.items()]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
         pres = f" - {self.preservation:g} x (1 - structure similarity)" if self.preservation else ""
-        pres += "".join(f" - {getattr(self, name):g} x ({label} above {limit:g})"
+        pres += "".join(f" - {getattr(self, name):g} x ({label} {'' if name in FLOOR_PENALTIES else 'above '}{limit:g})"
                         for name, _, _, limit, label in PENALTIES if getattr(self, name))
         return (f"reward ({self.config.preset}) = " + " + ".join(parts) + pres
                 + (f" (skipped {skipped})" if skipped else ""))

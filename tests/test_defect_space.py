@@ -216,6 +216,39 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
     assert ssim(result.image) > ssim(bad) + 0.03, case.label()
 
 
+def test_softness_credits_a_deconvolution_that_a_fit_made_without_the_blur_gives_nothing(photos):
+    """The reward fitted without the Gaussian-blur family (bench/results/lofo_fits) ends its sharpness band at 0.27
+    and its BRISQUE band at 40, so the rocket's 2 px Gaussian blur (sharpness 0.19, BRISQUE 80) and its deconvolution
+    score alike and the search kept the blur. The softness penalty, its limit read on clean photos alone, is not
+    fitted: under the same fit the search deconvolves, nearer the sharp photo."""
+    import math
+
+    from edit_agents.agents.metrics import SOFT_FLOOR, SOFT_LIMIT, raw_statistics
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import FittedReward, Reward, RewardConfig, excess
+    from skimage.metrics import structural_similarity
+
+    for name, photo in photos.items():  # clean photos are not soft
+        assert excess(raw_statistics(photo, iqa=()), "softness") == 0.0, name
+    # a picture with no fine detail at all is not a blur without end: the shortfall stops at the floor
+    grey = np.full((256, 256, 3), 0.5, np.float32)
+    assert excess(raw_statistics(grey, iqa=()), "softness") == pytest.approx(math.log(SOFT_LIMIT / SOFT_FLOOR))
+    img = np.ascontiguousarray(resize_longest(photos["rocket"], 512))
+    bad, case = make(img, "rocket", "gaussian-blur", 0)
+    assert excess(raw_statistics(bad, iqa=()), "softness") > 0.5, case.label()
+    fit = FittedReward.load(Path(__file__).resolve().parent.parent / "bench" / "results" / "lofo_fits"
+                            / "gaussian-blur.json")
+    tools = default_registry().subset(categories=["classic"])
+    kept = mcts_enhance(bad, tools, Reward(fitted=fit))
+    blind = mcts_enhance(bad, tools, Reward(RewardConfig(softness=0.0), fitted=fit))
+
+    def ssim(a):
+        return structural_similarity(img, a, data_range=1.0, channel_axis=2)
+    assert "deconvolve" not in {a.tool for a in blind.actions}, blind.actions
+    assert "deconvolve" in {a.tool for a in kept.actions}, kept.actions
+    assert ssim(kept.image) > ssim(bad) + 0.03, (case.label(), kept.actions)
+
+
 def test_the_reward_sees_a_jpeg_grid_and_the_search_removes_it_without_sharpening_it_back(photos):
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward, RewardConfig
