@@ -367,8 +367,9 @@ BOX = Param("box", "box", "region as [x0, y0, x1, y1], fractions of width and he
 
 CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("exposure", "Brighten or darken the whole photo in photographic stops.",
-             "Use for under- or over-exposed photos. Multiplies linear brightness by 2^stops.",
-             (F("stops", "exposure change in stops", 0.3, -3.0, 3.0, "+1 doubles brightness."),),
+             "Use for under- or over-exposed photos. Multiplies the pixel values as stored (display values, not linear "
+             "light) by 2^stops.",
+             (F("stops", "exposure change in stops", 0.3, -3.0, 3.0, "+1 doubles the pixel values."),),
              exposure, keywords=("exposure", "underexposed", "overexposed", "too dark", "too bright"), moves=Moves("mean_luma")),
     ToolSpec("brightness", "Add or remove a constant amount of brightness.",
              "Use for a small overall lift or drop; exposure is better for large changes.",
