@@ -34,7 +34,7 @@ GENERIC_TEXT = "a high-quality photo"  # what the learned components score towar
 
 FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
 # the share of a restoration's change (what its forward model explains) the preservation term charges: see preserved
-RESTORATION_CHARGE = 0.25
+RESTORATION_CHARGE = 0.25  # RewardConfig.restoration_charge's default: see preserved
 
 # Each component reads one or more raw statistics through a band (its shape below, its numbers fitted).
 COMPONENT_STATS: dict[str, tuple[str, ...]] = {
@@ -177,6 +177,7 @@ class RewardConfig:
     blotches: float = 3.0  # penalty per unit of coarse colour noise (its sigma on 4x4 blocks) above BLOTCH_LIMIT
     posterisation: float = 0.005  # penalty per 8-bit level of step between the levels a photo uses above STEP_LIMIT
     softness: float = 0.03  # penalty per unit of log(SOFT_LIMIT / sharpness) where the fine detail is under SOFT_LIMIT
+    restoration_charge: float = RESTORATION_CHARGE  # share of a restoration's change the preservation term charges
     mood: str = ""  # mood-guided mode: the target mood, read by the CLIP, ImageReward and VLM components
 
     def __post_init__(self):
@@ -197,6 +198,9 @@ class RewardConfig:
         for name in ("preservation",) + tuple(name for name, *_ in PENALTIES):
             if not math.isfinite(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.restoration_charge <= 1.0:
+            raise ValueError(f"restoration_charge must be between 0 and 1 (a share of the change), got "
+                             f"{self.restoration_charge}")
 
     def resolved_weights(self) -> dict[str, float]:
         if self.preset == "custom":
@@ -359,7 +363,8 @@ class Reward:
         ``scoring_text``."""
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
-        similarity = pool.submit(preserved, original, img, as_input) if preserve and pool is not None else None
+        charge = self.config.restoration_charge
+        similarity = pool.submit(preserved, original, img, as_input, charge) if preserve and pool is not None else None
         texture = (any(getattr(self, name) > 0 for name in TEXTURE_PENALTIES)
                    or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA))
         raw = raw_statistics(img, crops, texture=texture,
@@ -371,7 +376,7 @@ class Reward:
         weights = {k: self.active[k] / self._norm for k in comps}
         total = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
         if preserve:
-            sim = similarity.result() if similarity is not None else preserved(original, img, as_input)
+            sim = similarity.result() if similarity is not None else preserved(original, img, as_input, charge)
             raw["structure_similarity"] = sim
             comps["preservation"] = sim
             total -= self.preservation * (1.0 - sim)
@@ -384,12 +389,14 @@ class Reward:
 ClassicReward = Reward  # the ensemble with no learned scorers is the classic reward
 
 
-def preserved(original: np.ndarray, img: np.ndarray, as_input: np.ndarray | None = None) -> float:
+def preserved(original: np.ndarray, img: np.ndarray, as_input: np.ndarray | None = None,
+              charge: float = RESTORATION_CHARGE) -> float:
     """The preservation term's similarity of ``img`` to ``original`` (metrics.structure_similarity). With
     ``as_input``, the photo that the restorations among the edits say they were given (a deconvolution's kernel
-    applied again), RESTORATION_CHARGE of it is the direct reading and the rest that photo's, so a restoration is
-    charged a quarter of the detail it brings back. Charged in full, a right deconvolution lost to the change it makes
-    (the camera man shaken by 8 px: SSIM to the sharp photo 0.78 -> 0.89, still scored lower). Charged nothing, the
+    applied again), ``charge`` of it (RewardConfig.restoration_charge, a quarter by default) is the direct reading
+    and the rest that photo's, so a restoration is charged a quarter of the detail it brings back. Charged in full,
+    a right deconvolution lost to the change it makes (the camera man shaken by 8 px: SSIM to the sharp photo
+    0.78 -> 0.89, still scored lower). Charged nothing, the
     reward took the strongest one every time: ringing at the frequencies the kernel removed is blurred away again by
     that kernel, so the reading through the model cannot see it (the rocket shaken by 14 px: SSIM 0.815 blurred, 0.85
     at strength 0.6, 0.76 at 1.0, and 1.0 kept). Charged half, the right deconvolutions of four shaken photos were
@@ -398,4 +405,4 @@ def preserved(original: np.ndarray, img: np.ndarray, as_input: np.ndarray | None
     direct = structure_similarity(original, img)
     if as_input is None:
         return direct
-    return RESTORATION_CHARGE * direct + (1.0 - RESTORATION_CHARGE) * structure_similarity(original, as_input)
+    return charge * direct + (1.0 - charge) * structure_similarity(original, as_input)

@@ -206,7 +206,7 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
     img = np.ascontiguousarray(resize_longest(photos[photo], 512))
     bad, case = make(img, photo, "motion", index)
     tools = default_registry().subset(categories=["classic"])
-    assert 0.0 < reward_module.RESTORATION_CHARGE < 0.5
+    assert 0.0 < reward_module.RESTORATION_CHARGE < 0.5 and Reward().config.restoration_charge == 0.25
     result = mcts_enhance(bad, tools, Reward())
 
     def ssim(a):
@@ -214,6 +214,28 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
     kept = [a for a in result.actions if a.tool == "deconvolve"]
     assert kept and all(a.params["strength"] < 1.0 for a in kept), (case.label(), result.actions)
     assert ssim(result.image) > ssim(bad) + 0.03, case.label()
+
+
+def test_the_restoration_charge_is_a_setting_of_the_reward(photos):
+    """RewardConfig.restoration_charge: charged in full, a deconvolution is read as its change; charged nothing, as
+    the photo its kernel says it was given; a share outside 0..1 is refused."""
+    from edit_agents.agents.metrics import structure_similarity
+    from edit_agents.agents.reward import Reward, RewardConfig, preserved
+
+    img = np.ascontiguousarray(resize_longest(photos["camera"], 256))
+    bad, _ = make(img, "camera", "motion", 0)
+    restored = default_registry().call("deconvolve", bad, {"strength": 1.0})[0]
+    as_input = default_registry().call("gaussian_blur", restored, {"sigma": 2.0})[0]
+    direct, through = structure_similarity(bad, restored), structure_similarity(bad, as_input)
+    assert direct != pytest.approx(through)
+    assert preserved(bad, restored, as_input, charge=1.0) == pytest.approx(direct)
+    assert preserved(bad, restored, as_input, charge=0.0) == pytest.approx(through)
+    full = Reward(RewardConfig(restoration_charge=1.0)).score(restored, bad, as_input=as_input)
+    none = Reward(RewardConfig(restoration_charge=0.0)).score(restored, bad, as_input=as_input)
+    assert full.raw["structure_similarity"] == pytest.approx(direct)
+    assert none.raw["structure_similarity"] == pytest.approx(through)
+    with pytest.raises(ValueError, match="restoration_charge"):
+        RewardConfig(restoration_charge=1.5)
 
 
 def test_softness_credits_a_deconvolution_that_a_fit_made_without_the_blur_gives_nothing(photos):
