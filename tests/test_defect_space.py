@@ -193,11 +193,13 @@ def test_a_right_deconvolution_is_charged_a_quarter_and_the_search_keeps_it(phot
     assert ssim(result.image) > ssim(bad) + 0.05, case.label()
 
 
-@pytest.mark.parametrize("photo, index", [("astronaut", 0), ("rocket", 1)])
-def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that_rings(photos, photo, index):
-    """The astronaut shaken by 15 px: its deconvolution (SSIM 0.70 -> 0.83) was turned down while a restoration was
+# the rocket's gain is the smaller since only the luminance is deconvolved: its dusk sky's colour edges stay as blurred
+# as they came (0.815 -> 0.826; 0.85 when every channel was, on this float array; docs/generalisation.md)
+@pytest.mark.parametrize("photo, index, gain", [("astronaut", 0, 0.03), ("rocket", 1, 0.008)])
+def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that_rings(photos, photo, index, gain):
+    """The astronaut shaken by 15 px: its deconvolution (SSIM 0.70 -> 0.82) was turned down while a restoration was
     charged half (reward.RESTORATION_CHARGE). The rocket shaken by 14 px: at strength 1.0 its deconvolution rings
-    (SSIM 0.815 -> 0.76), which the reading through the kernel cannot see; the quarter still charged keeps 0.6."""
+    (SSIM 0.815 -> 0.74), which the reading through the kernel cannot see; the quarter still charged keeps 0.6."""
     from edit_agents.agents import reward as reward_module
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward
@@ -213,7 +215,7 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
         return structural_similarity(img, a, data_range=1.0, channel_axis=2)
     kept = [a for a in result.actions if a.tool == "deconvolve"]
     assert kept and all(a.params["strength"] < 1.0 for a in kept), (case.label(), result.actions)
-    assert ssim(result.image) > ssim(bad) + 0.03, case.label()
+    assert ssim(result.image) > ssim(bad) + gain, case.label()
 
 
 def test_the_restoration_charge_is_a_setting_of_the_reward(photos):

@@ -808,8 +808,9 @@ def _kernel_of(blur: dict) -> np.ndarray:
 
 def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.0, sigma=0.0, sigma_minor=0.0):
     """Undo defocus, motion or Gaussian blur with the kernel estimated from the photo (or given), by Wiener
-    deconvolution with a gradient penalty that grows with the noise, then a guard against ringing: the result may
-    leave the blurred photo's local range (within the kernel's reach) only a little."""
+    deconvolution of the luminance with a gradient penalty that grows with the noise, its change added to every
+    channel (the colour differences stay as they came), then a guard against ringing: each channel may leave the
+    blurred photo's local range (within the kernel's reach) only a little."""
     lum = luminance(img)
     if kind == "none":  # pinned: the whole photo showed no blur
         return ToolOutput(img, ["no blur to undo was found in the photo"])
@@ -827,11 +828,18 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
     # the penalty: enough to keep noise and 8-bit steps from being amplified; lower strength = more penalty
     balance = (1000 * noise * noise + 3e-3) * 10 ** (1.5 * (0.7 - strength))
 
+    # only the luminance is deconvolved, and its change added to every channel: a JPEG keeps colour at half the
+    # resolution and rounds it coarser than the luma, and deconvolving each channel raised those colour errors, so a
+    # right kernel took the photo further from its sharp original in colour (ΔE up) as it came closer in structure
+    # (docs/generalisation.md, "The colour left as it came")
+    change = _wiener(lum[:, :, None].astype(np.float32), psf, balance) - lum[:, :, None]
+    reach = max(3, (max(psf.shape) // 2) * 2 + 1)
+
     def f(c):
-        sharp = _wiener(c, psf, balance)
-        # ringing guard: true edges restored from a blur stay within the blurred range over the kernel's reach
-        # (a plane at a time, and in place, to keep a 12-megapixel photo's temporaries small)
-        reach = max(3, (max(psf.shape) // 2) * 2 + 1)
+        sharp = c + change
+        # ringing guard: true edges restored from a blur stay within the blurred range over the kernel's reach, in
+        # each channel (a plane at a time, and in place, to keep a 12-megapixel photo's temporaries small): the
+        # luminance's detail added to a channel flat where the luminance has an edge stays within that channel's range
         for k in range(c.shape[2]):
             lo = ndimage.minimum_filter(c[:, :, k], reach, mode="nearest")
             hi = ndimage.maximum_filter(c[:, :, k], reach, mode="nearest")
@@ -846,7 +854,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
             "gaussian": f"a Gaussian blur of sigma {blur.get('sigma', 0.0):.1f} px" + (
                 f" by {blur['sigma_minor']:.1f} px, the wider at {blur['angle']:.0f} degrees"
                 if blur.get("sigma_minor", 0.0) > 0 else "")}[blur["kind"]]
-    return ToolOutput(on_color(f)(img), [f"deconvolved {what} (confidence {blur['confidence']:.2f})"])
+    return ToolOutput(on_color(f)(img), [f"deconvolved {what} (confidence {blur['confidence']:.2f}), in the luminance"])
 
 
 def _deconvolve_forward(img, params):
@@ -1380,7 +1388,8 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              "Use for out-of-focus, shaken or softly blurred photos. The blur (a disc for defocus, a line for motion, "
              "a Gaussian, round or elongated, for a soft blur) is measured from the photo's spectrum unless given; a "
              "sharp photo is left as it is. Stronger settings recover more detail and amplify more noise; a JPEG's "
-             "rounding, read from the photo's 8x8 blocks, counts as noise.",
+             "rounding, read from the photo's 8x8 blocks, counts as noise. Only the brightness is deconvolved: the "
+             "colour stays as it came (a JPEG keeps it at half resolution, and sharpening it raises colour noise).",
              (Param("kind", "enum", "the blur to undo", default="auto",
                     choices=("auto", "defocus", "motion", "gaussian")),
               _F("strength", "how far to go", 0.7, 0.0, 1.0, "Higher = sharper, with more noise."),
