@@ -830,7 +830,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
 
     # only the luminance is deconvolved, and its change added to every channel: a JPEG keeps colour at half the
     # resolution and rounds it coarser than the luma, and deconvolving each channel raised those colour errors, so a
-    # right kernel took the photo further from its sharp original in colour (colour difference up) as it came closer in structure
+    # right kernel took the photo further from its sharp original in colour as it came closer in structure
     # (docs/generalisation.md, "The colour left as it came")
     change = _wiener(lum[:, :, None].astype(np.float32), psf, balance) - lum[:, :, None]
     reach = max(3, (max(psf.shape) // 2) * 2 + 1)
