@@ -310,6 +310,45 @@ def test_a_deconvolution_sharpens_the_luminance_and_leaves_the_colour_as_it_came
     assert delta_e(out) < min(delta_e(saved), delta_e(every_channel)) - 0.2
 
 
+def gaussian_kernel(sigma):
+    half = int(np.ceil(3 * sigma))
+    x = np.arange(-half, half + 1)
+    k = np.exp(-(x[:, None] ** 2 + x[None, :] ** 2) / (2 * sigma * sigma))
+    return k / k.sum()
+
+
+@pytest.mark.parametrize("quality", [95, 85])
+@pytest.mark.parametrize("name", ["astronaut", "chelsea"])
+def test_a_sharpen_steepens_the_brightness_and_leaves_the_colour_as_it_came(name, quality, photos):
+    """The same reason as the deconvolution's: an unsharp mask of each channel raised a JPEG's colour errors (kept at
+    half the resolution, rounded coarser than the luma). The luminance is sharpened; the colour differences stay."""
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    img = resize_longest(photos[name], 320)
+    saved = jpeg(blurred(img, gaussian_kernel(1.5)), quality)
+    out = REGISTRY.call("sharpen", saved, {"amount": 2.0})[0]
+    # as the code before did it: each channel sharpened (here as a grey photo of its own)
+    every_channel = np.concatenate([REGISTRY.call("sharpen", saved[:, :, k:k + 1], {"amount": 2.0})[0]
+                                    for k in range(3)], axis=2)
+
+    def delta_e(a):
+        return float(deltaE_ciede2000(rgb2lab(img), rgb2lab(np.clip(a, 0, 1))).mean())
+
+    def colour(a):
+        return a - luminance(a)[:, :, None]
+
+    moved = (np.abs(colour(out) - colour(saved)) > 1e-4).any(axis=2)
+    moved_before = (np.abs(colour(every_channel) - colour(saved)) > 1e-4).any(axis=2)
+    print(f"{name} q{quality}: ΔE {delta_e(saved):.2f} saved, {delta_e(out):.2f} luminance sharpened, "
+          f"{delta_e(every_channel):.2f} every channel; SSIM {ssim(saved, img):.3f}, {ssim(out, img):.3f}, "
+          f"{ssim(every_channel, img):.3f}; colour moved on {moved.mean():.1%} ({moved_before.mean():.1%})")
+    # the colour moves only where a channel's own 3x3 range (the halo guard) or 0..1 clipped it
+    assert moved.mean() < 0.3 and moved_before.mean() > 0.7
+    assert ssim(out, img) > ssim(saved, img) + 0.02
+    assert ssim(out, img) > ssim(every_channel, img) - 0.002
+    assert delta_e(out) < min(delta_e(saved) - 0.15, delta_e(every_channel) - 0.03)
+
+
 def old_sharpen(img, amount, radius=1.5):
     """The unsharp mask as sharpen was before its halo guard."""
     return np.clip(img + (img - gaussian(img, radius)) * amount, 0, 1)

@@ -196,26 +196,43 @@ SHARPEN_CORING = 0.006  # detail below about 1.5/255 is mostly noise: it is damp
 
 
 def sharpen(img, amount=0.5, radius=1.5):
-    """Unsharp mask with a halo guard: the result may leave the input's range in a 3x3 window (the pixels an
-    edge's overshoot lands on) only by a tenth of that range, and faint detail (noise in flat areas) is cored."""
+    """Unsharp mask of the luminance, its detail added to every channel, with a halo guard: each channel may leave
+    its own range in a 3x3 window (the pixels an edge's overshoot lands on) only by a tenth of that range, and faint
+    detail (noise in flat areas) is cored. The colour differences stay as they came: a JPEG keeps colour at half the
+    resolution and rounds it coarser than the brightness, and sharpening each channel raised those colour errors
+    (docs/generalisation.md, "A sharpen of the brightness")."""
     from scipy import ndimage
 
-    def plane(p):
-        detail = p - gaussian(p, radius)
-        power = detail * detail
-        power /= power + SHARPEN_CORING ** 2
-        detail *= power  # soft coring
+    def within_own_range(out, p):  # out clipped in place to p's 3x3 range widened by a tenth of it
         lo = ndimage.minimum_filter(p, (3, 3), mode="nearest")
         hi = ndimage.maximum_filter(p, (3, 3), mode="nearest")
         slack = hi - lo
         slack *= 0.1
         slack += 0.004
-        detail *= amount
-        detail += p
-        return np.clip(detail, lo - slack, hi + slack, out=detail)
+        lo -= slack
+        hi += slack
+        return np.clip(out, lo, hi, out=out)
 
-    def f(c):  # a plane at a time: at 12 MP each temporary is a third of the photo's size
-        return np.stack([plane(np.ascontiguousarray(c[:, :, k])) for k in range(c.shape[2])], axis=2)
+    def detail_of(p):
+        detail = p - gaussian(p, radius)
+        power = detail * detail
+        power /= power + SHARPEN_CORING ** 2
+        detail *= power  # soft coring
+        detail *= amount
+        return detail
+
+    def f(c):
+        if c.shape[2] < 3:  # a single plane is its own luminance
+            planes = [np.ascontiguousarray(c[:, :, k]) for k in range(c.shape[2])]
+            return np.stack([within_own_range(p + detail_of(p), p) for p in planes], axis=2)
+        lum = np.ascontiguousarray(luminance(c), dtype=np.float32)
+        detail = within_own_range(lum + detail_of(lum), lum)
+        detail -= lum
+        out = np.empty(c.shape, np.float32)
+        for k in range(c.shape[2]):  # a plane at a time: at 12 MP each temporary is a third of the photo's size
+            p = np.ascontiguousarray(c[:, :, k], dtype=np.float32)
+            out[:, :, k] = within_own_range(p + detail, p)
+        return out
     return on_color(f)(img)
 
 
@@ -446,8 +463,9 @@ CLASSIC_TOOLS: tuple[ToolSpec, ...] = (
               F("balance", "shift toward highlights (>0) or shadows (<0)", 0.0, -1.0, 1.0, neutral=None)),
              split_toning, keywords=("colour grade", "color grade", "cinematic", "split toning", "teal and orange")),
     ToolSpec("sharpen", "Sharpen detail with an unsharp mask that guards against halos.",
-             "Use for slightly soft photos. Edges are not pushed past their neighbours (no halos) and faint "
-             "noise is not amplified; for real defocus or motion blur use deconvolve.",
+             "Use for slightly soft photos. Only the brightness is sharpened (the colour stays as it came), edges "
+             "are not pushed past their neighbours (no halos) and faint noise is not amplified; for real defocus "
+             "or motion blur use deconvolve.",
              (F("amount", "strength", 0.5, 0.0, 3.0), F("radius", "blur radius in pixels", 1.5, 0.3, 10.0, neutral=None, pixels=True)),
              sharpen, keywords=("sharpen", "sharper", "crisper", "blurry", "soft"),
              # a deconvolution reads the sharpened edges as a kernel of their own; a second sharpen (in a later
