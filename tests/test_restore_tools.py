@@ -836,3 +836,53 @@ def test_a_blur_saved_at_quality_95_is_deconvolved_with_the_codec_s_rounding_as_
     print(f"{name}: SSIM {ssim(img, soft):.4f} blurred, {ssim(img, unseen):.4f} the floor unseen, "
           f"{ssim(img, counted):.4f} counted")
     assert ssim(img, counted) > ssim(img, unseen) + 0.005
+
+
+@pytest.mark.parametrize("name, length, angle, quality", [("astronaut", 12.0, 100.0, 85), ("chelsea", 9.0, 30.0, 95),
+                                                          ("camera", 12.0, 100.0, 85)])
+def test_a_shake_saved_in_a_jpeg_is_read_on_the_crops_pooled(name, length, angle, quality, photos):
+    """The codec's rounding fills a shake's zeros, and one crop's four tiles leave them under the fluctuation of its
+    noise floor: no crop reads the line surely. The four crops' spectra averaged do, at its length and angle."""
+    from edit_agents.agents.metrics import texture_crops
+    from edit_agents.agents.photoagent.perceiver import BLUR_CONFIDENCE, estimate_kernel
+
+    crops = texture_crops(jpeg(blurred(resize_longest(photos[name], 512), line(length, angle)), quality))
+    alone = max((estimate_blur(luminance(c)) for c in crops), key=lambda k: k["confidence"])
+    found = estimate_kernel(crops)
+    print(f"{name} {length:g} px at {angle:g}, q{quality}: the surest crop {alone['kind']} {alone['confidence']:.2f}; "
+          f"pooled {found['kind']} {found['confidence']:.2f}, {found['length']:.1f} px at {found['angle']:.0f}")
+    assert alone["confidence"] < BLUR_CONFIDENCE
+    assert found["kind"] == "motion" and found["confidence"] >= BLUR_CONFIDENCE and found.get("pooled")
+    assert abs(found["length"] - length) < 0.1 * length
+    assert abs((found["angle"] - angle + 90.0) % 180.0 - 90.0) < 5.0
+
+
+def test_a_kernel_read_only_on_the_pooled_crops_is_undone_gently(photos):
+    """Such a kernel's zeros lie at the file's rounding, which a full inverse raises with the detail: the perceiver
+    proposes the deconvolution at 0.6 only, and says the crops were read as one."""
+    from edit_agents.agents.metrics import image_statistics, texture_crops
+    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+
+    saved = jpeg(blurred(resize_longest(photos["chelsea"], 512), line(9.0, 30.0)), 95)
+    crops = texture_crops(saved)
+    seen = RulePerceiver().perceive(image_statistics(saved, crops), 8, ["sharpen", "deconvolve"], crops=crops)
+    finding = next(f for f in seen.findings if f.check == "blur")
+    assert finding.defect and "the crops read as one" in finding.reason, finding.reason
+    assert [(a.tool, a.params["strength"]) for a in seen.actions] == [("deconvolve", 0.6)], seen.actions
+
+
+def test_a_line_the_pooled_crops_read_that_most_crops_do_not_read_alone_is_no_shake(photos):
+    """The pool reads the photo's content as well: the dusk rocket's gantry puts a vertical 17 px line in it, read
+    as a shake with confidence near 0.9; but most crops do not read that line on their own, so no kernel is
+    returned, and none on any of the sharp photos."""
+    from edit_agents.agents.metrics import texture_crops
+    from edit_agents.agents.photoagent.perceiver import estimate_kernel
+    from edit_agents.tools.restore import estimate_blur_pooled
+
+    crops = texture_crops(resize_longest(photos["rocket"], 512))
+    pooled = estimate_blur_pooled([luminance(c) for c in crops])
+    print(f"the rocket's crops pooled: {pooled['kind']} {pooled['confidence']:.2f}, {pooled['length']:.1f} px at "
+          f"{pooled['angle']:.0f}")
+    assert pooled["kind"] == "motion" and pooled["confidence"] > 0.5
+    for name, img in photos.items():
+        assert estimate_kernel(texture_crops(resize_longest(img, 512)))["kind"] == "none", name

@@ -8,6 +8,7 @@ numpy and scipy only; the filters come from tools/imageops.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 from scipy import fft as sfft
@@ -452,13 +453,10 @@ def floor_sigma(lum: np.ndarray) -> float:
     return math.sqrt(_floor(np.fft.fftshift(power))) / float((window ** 2).sum())
 
 
-def _cepstrum(lum: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The power cepstrum of ``lum`` (the inverse transform of its log power spectrum, centred), and that power
-    spectrum (centred), from ``_welch_power``: a disc gives a negative ring at about twice its radius, a linear motion
-    two negative points at its length along its direction."""
-    power = _welch_power(lum)
-    if power is None:
-        return None
+def _cepstrum(power: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The power cepstrum of a Welch power spectrum (``_welch_power``'s, uncentred): the inverse transform of its log,
+    centred, and the spectrum centred: a disc gives a negative ring at about twice its radius, a linear motion two
+    negative points at its length along its direction."""
     cepstrum = np.fft.fftshift(sfft.ifft2(np.log(power + 1e-12 * power.mean() + 1e-20), workers=2).real)
     return cepstrum, np.fft.fftshift(power)
 
@@ -580,13 +578,26 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     (their kernels' zeros), a Gaussian from the spectrum's fall-off (it has no zeros). ``kind`` "defocus", "motion"
     or "gaussian" reports the best kernel of that family even where the photo looks sharp."""
     lum = np.asarray(lum, np.float32)
-    lum = lum[:, :, 0] if lum.ndim == 3 else lum
+    return _blur_of(_welch_power(lum[:, :, 0] if lum.ndim == 3 else lum), kind)
+
+
+def estimate_blur_pooled(lums: Sequence[np.ndarray], kind: str = "auto") -> dict:
+    """``estimate_blur`` of several crops of one photo read as one: their Welch spectra averaged. A shake or a lens
+    blurs the whole frame alike, while each crop's content and noise differ, so a kernel's zeros stand out of the
+    pool where a crop's four tiles leave them under the fluctuation of its noise floor (a JPEG's or 8 bits' rounding
+    fills the zeros a float array keeps). Crops of another size than the first are left out."""
+    powers = [p for p in (_welch_power(np.asarray(x, np.float32)) for x in lums) if p is not None]
+    powers = [p for p in powers if p.shape == powers[0].shape]
+    return _blur_of(np.mean(powers, axis=0) if powers else None, kind)
+
+
+def _blur_of(power: np.ndarray | None, kind: str) -> dict:
+    """estimate_blur's reading of a Welch power spectrum (uncentred; None: too small a photo to read)."""
     none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": 0.0, "sigma_minor": 0.0,
             "isotropy": 0.0, "wide": 0.0, "narrow": 0.0, "long_axis": 0.0, "confidence": 0.0}
-    spectra = _cepstrum(lum)
-    if spectra is None:
+    if power is None:
         return none
-    cep, power = spectra
+    cep, power = _cepstrum(power)
     read = _fall_off(power)  # once, for both fits
     sigma = round(_gaussian_sigma(read), 2)
     wide, narrow, long_axis = _gaussian_widths(read)
