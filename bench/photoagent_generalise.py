@@ -329,8 +329,10 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
 
 # --- command line --------------------------------------------------------------------------------
 
-def cases(photos: list[str], families: list[str], per_family: int) -> list[tuple[str, str, int]]:
-    return [(p, f, i) for p in photos for f in families for i in range(1 if f == "clean" else per_family)]
+def cases(photos: list[str], families: list[str], per_family: int, first: int = 0) -> list[tuple[str, str, int]]:
+    """(photo, family, case index): ``per_family`` cases from ``first`` on (a clean photo: one)."""
+    return [(p, f, i) for p in photos for f in families
+            for i in ((0,) if f == "clean" else range(first, first + per_family))]
 
 
 def main() -> None:
@@ -344,6 +346,9 @@ def main() -> None:
     ap.add_argument("--no-reference", default=",".join(NO_REFERENCE),
                     help="distorted photos with no clean original, run beside the clean photos and reported apart")
     ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (clean: one)")
+    ap.add_argument("--first-case", type=int, default=0,
+                    help="the first case's index (the strengths are drawn per index): fresh draws, never run before, "
+                         "from an index past those a change was looked at on")
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {METHODS}")
     ap.add_argument("--side", type=int, default=512, help="longest side of the photos (default 512)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes, one torch thread each")
@@ -376,12 +381,13 @@ def main() -> None:
     if a.saved_as_png and a.saved_as_jpeg:
         ap.error("--saved-as-png and --saved-as-jpeg: choose one")
     save = -1 if a.saved_as_png else a.saved_as_jpeg
-    todo = cases([p for p in a.photos.split(",") if p], families, a.per_family)
+    todo = cases([p for p in a.photos.split(",") if p], families, a.per_family, a.first_case)
     if "clean" in families:
         todo += [(p, "clean", 0) for p in a.other_clean.split(",") if p]
         todo += [(p, "distorted", 0) for p in a.no_reference.split(",") if p]
     t0 = time.perf_counter()
-    print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family, clean one)"
+    print(f"{len(todo)} cases at {a.side} px ({a.per_family} per photo and family"
+          f"{f' from case {a.first_case}' if a.first_case else ''}, clean one)"
           f"{f', each saved as a JPEG at quality {a.saved_as_jpeg}' if a.saved_as_jpeg else ''}"
           f"{', each saved as an 8-bit PNG' if save == -1 else ''}, MCTS defaults: "
           f"{SETTINGS.simulations} simulations x depth {SETTINGS.depth}, up to {SETTINGS.max_steps} steps, search "
