@@ -169,7 +169,7 @@ def test_the_search_estimates_the_photo_s_kernel_once_a_step(photos, monkeypatch
     assert result.trace.summary["tool_calls"] > steps  # many states were perceived, each without its own estimate
 
 
-def test_a_right_deconvolution_is_charged_in_part_and_the_search_keeps_it(photos):
+def test_a_right_deconvolution_is_charged_a_quarter_and_the_search_keeps_it(photos):
     from edit_agents.agents.photoagent.enhance import through_forward_models
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.records import ToolCall
@@ -185,7 +185,7 @@ def test_a_right_deconvolution_is_charged_in_part_and_the_search_keeps_it(photos
     charged = reward.score(out, bad).components["preservation"]
     seen = through_forward_models(tools, [call], out)
     quartered = reward.score(out, bad, as_input=seen).components["preservation"]
-    assert charged < quartered < 1.0  # charged in part: something is still charged
+    assert charged < quartered < 1.0  # charged a quarter: something is still charged
     assert through_forward_models(tools, [ToolCall("gamma", {"gamma": 1.2})], out) is None  # no model, no reading
     result = mcts_enhance(bad, tools, reward)
     assert "deconvolve" in {a.tool for a in result.actions}, result.actions
@@ -201,7 +201,7 @@ def test_a_right_deconvolution_is_charged_in_part_and_the_search_keeps_it(photos
 def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that_rings(photos, photo, index, gain):
     """The astronaut shaken by 15 px: its deconvolution (SSIM 0.70 -> 0.82) was turned down while a restoration was
     charged half (reward.RESTORATION_CHARGE). The rocket shaken by 14 px: at strength 1.0 its deconvolution rings
-    (SSIM 0.815 -> 0.74), which the reading through the kernel cannot see; the part still charged (0.15) keeps 0.6."""
+    (SSIM 0.815 -> 0.74), which the reading through the kernel cannot see; the quarter still charged keeps 0.6."""
     from edit_agents.agents import reward as reward_module
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.reward import Reward
@@ -210,7 +210,7 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
     img = np.ascontiguousarray(resize_longest(photos[photo], 512))
     bad, case = make(img, photo, "motion", index)
     tools = default_registry().subset(categories=["classic"])
-    assert 0.0 < reward_module.RESTORATION_CHARGE < 0.5 and Reward().config.restoration_charge == 0.15
+    assert 0.0 < reward_module.RESTORATION_CHARGE < 0.5 and Reward().config.restoration_charge == 0.25
     result = mcts_enhance(bad, tools, Reward())
 
     def ssim(a):

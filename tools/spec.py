@@ -118,8 +118,8 @@ class ToolSpec:
     moves: Moves | None = None  # what the offline brain measures to judge the tool's effect
     # A restoration's model of the defect it removes, applied to its result with the same (clean, scaled) params:
     # the photo it says it started from (a deconvolution's kernel blurs again). PhotoAgent's reward compares that
-    # with the input beside the result itself, so the detail a restoration brings back is charged only in part (0.15) as
-    # a change of content (agents/reward.preserved). None when the params do not fix the model.
+    # with the input beside the result itself, so the detail a restoration brings back is charged only a quarter as a
+    # change of content (agents/reward.preserved). None when the params do not fix the model.
     forward: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray | None] | None = field(default=None, compare=False,
                                                                                       repr=False)
 

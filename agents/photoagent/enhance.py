@@ -42,7 +42,7 @@ def through_forward_models(tools: ToolRegistry, calls, img: np.ndarray, scale: f
     """``img``, the result of ``calls`` on the photo (``scale`` times its size), with the restorations among them
     undone again by their own models of the defect (``ToolSpec.forward``: a deconvolution's kernel blurs again), on a
     copy at most FORWARD_SIDE long: the photo they say they were given. The reward's preservation term reads this
-    beside the result (reward.preserved), so a restoration is charged only part (0.15) of the detail it brings back. None
+    beside the result (reward.preserved), so a restoration is charged a quarter of the detail it brings back. None
     when no call has such a model."""
     models = [(spec, call.params) for call in calls
               if call.tool in tools.names() and (spec := tools.get(call.tool)).forward is not None]
