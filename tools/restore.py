@@ -577,22 +577,33 @@ def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     ``evenness``, a line's ``crossed``: RING_EVENNESS, MOTION_CROSS). Defocus and motion from the cepstrum
     (their kernels' zeros), a Gaussian from the spectrum's fall-off (it has no zeros). ``kind`` "defocus", "motion"
     or "gaussian" reports the best kernel of that family even where the photo looks sharp."""
+    return blur_of_spectrum(blur_spectrum(lum), kind)
+
+
+def blur_spectrum(lum: np.ndarray) -> np.ndarray | None:
+    """What ``estimate_blur`` reads a kernel from: the luminance's Welch power spectrum (None under 64 px). Computed
+    once, it serves a crop's own reading and the crops' pooled one (``pooled_spectrum``)."""
     lum = np.asarray(lum, np.float32)
-    return _blur_of(_welch_power(lum[:, :, 0] if lum.ndim == 3 else lum), kind)
+    return _welch_power(lum[:, :, 0] if lum.ndim == 3 else lum)
+
+
+def pooled_spectrum(powers: Sequence[np.ndarray | None]) -> np.ndarray | None:
+    """Several crops of one photo read as one: their Welch spectra averaged. A shake or a lens blurs the whole frame
+    alike, while each crop's content and noise differ, so a kernel's zeros stand out of the pool where a crop's four
+    tiles leave them under the fluctuation of its noise floor (a JPEG's or 8 bits' rounding fills the zeros a float
+    array keeps). Spectra of another size than the first are left out."""
+    powers = [p for p in powers if p is not None]
+    powers = [p for p in powers if p.shape == powers[0].shape]
+    return np.mean(powers, axis=0) if powers else None
 
 
 def estimate_blur_pooled(lums: Sequence[np.ndarray], kind: str = "auto") -> dict:
-    """``estimate_blur`` of several crops of one photo read as one: their Welch spectra averaged. A shake or a lens
-    blurs the whole frame alike, while each crop's content and noise differ, so a kernel's zeros stand out of the
-    pool where a crop's four tiles leave them under the fluctuation of its noise floor (a JPEG's or 8 bits' rounding
-    fills the zeros a float array keeps). Crops of another size than the first are left out."""
-    powers = [p for p in (_welch_power(np.asarray(x, np.float32)) for x in lums) if p is not None]
-    powers = [p for p in powers if p.shape == powers[0].shape]
-    return _blur_of(np.mean(powers, axis=0) if powers else None, kind)
+    """``estimate_blur`` of several crops of one photo read as one (``pooled_spectrum``)."""
+    return blur_of_spectrum(pooled_spectrum([blur_spectrum(x) for x in lums]), kind)
 
 
-def _blur_of(power: np.ndarray | None, kind: str) -> dict:
-    """estimate_blur's reading of a Welch power spectrum (uncentred; None: too small a photo to read)."""
+def blur_of_spectrum(power: np.ndarray | None, kind: str = "auto") -> dict:
+    """estimate_blur's reading of a Welch power spectrum (``blur_spectrum``'s; None: too small a photo to read)."""
     none = {"kind": "none", "radius": 0.0, "length": 0.0, "angle": 0.0, "sigma": 0.0, "sigma_minor": 0.0,
             "isotropy": 0.0, "wide": 0.0, "narrow": 0.0, "long_axis": 0.0, "confidence": 0.0}
     if power is None:

@@ -376,10 +376,11 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     Gaussian's widths, roundness and long axis are the crops' medians (one crop of flat sky or fine texture reads wider
     or narrower). Where no crop reads a kernel surely, the crops read as one (``pooled_kernel``)."""
     from ...tools.imageops import luminance
-    from ...tools.restore import estimate_blur, gaussian_reading
+    from ...tools.restore import blur_of_spectrum, blur_spectrum, gaussian_reading
 
-    lums = [luminance(c) for c in crops or () if min(c.shape[:2]) >= 64]
-    found = [estimate_blur(lum) for lum in lums]
+    # each crop's spectrum once: its own reading, the pool's and the agreement with the pool read it
+    powers = [blur_spectrum(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
+    found = [blur_of_spectrum(p) for p in powers]
     if not found:
         return None
     # a shake moves the whole frame: a line read on one crop alone, with no other crop reading one of about its length
@@ -398,7 +399,7 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
         best = {**best, **gaussian_reading(round(median["sigma"], 2), median["wide"], median["narrow"], axis,
                                            median["isotropy"])}
     if best["kind"] == "none" or best["confidence"] < BLUR_CONFIDENCE:
-        return pooled_kernel(lums, best)
+        return pooled_kernel(powers, best)
     return best
 
 
@@ -417,20 +418,20 @@ def _same_kernel(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return abs(a[size] - b[size]) <= SAME_LENGTH * b[size]
 
 
-def pooled_kernel(lums: Sequence[np.ndarray], best: dict) -> dict:
-    """The crops' spectra pooled (tools/restore.estimate_blur_pooled), where no crop alone read a kernel surely: in a
+def pooled_kernel(powers: Sequence[np.ndarray | None], best: dict) -> dict:
+    """The crops' spectra (tools/restore.blur_spectrum) pooled (restore.pooled_spectrum), where no crop alone read a kernel surely: in a
     photo saved in 8 bits or as a JPEG, the rounding fills a shake's zeros, and one crop's four tiles leave them under
     the fluctuation of its floor (the defect space's shaken photos saved at 85: 19 of 64 read surely crop by crop,
     30 of 64 pooled). The pool reads the photo's content too (the dusk rocket's gantry: a vertical 17 px line, which
     two crops of a brightened or washed-out copy read alone as well), so its kernel counts only where most crops
     (POOLED_AGREEING of the four) read one of that kind at about its size and angle on their own; else ``best``,
     the crops' own reading, stands."""
-    from ...tools.restore import estimate_blur, estimate_blur_pooled
+    from ...tools.restore import blur_of_spectrum, pooled_spectrum
 
-    pooled = estimate_blur_pooled(lums)
+    pooled = blur_of_spectrum(pooled_spectrum(powers))
     if pooled["kind"] == "none" or pooled["confidence"] <= best["confidence"]:
         return best
-    agreeing = sum(_same_kernel(estimate_blur(lum, pooled["kind"]), pooled) for lum in lums)
+    agreeing = sum(_same_kernel(blur_of_spectrum(p, pooled["kind"]), pooled) for p in powers)
     return {**pooled, "pooled": True} if agreeing >= POOLED_AGREEING else best
 
 
