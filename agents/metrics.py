@@ -15,8 +15,9 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (channel_min, correlate_separable, illuminant_estimate, laplacian, luminance,
-                              neutral_evidence, per_plane, resize, resize_longest, sampled_gaussian, sobel, to_rgb)
+from ..tools.imageops import (STATISTICS_SIDE, channel_min, correlate_separable, illuminant_estimate, laplacian,
+                              luminance, neutral_evidence, per_plane, resize, resize_longest, sampled_gaussian, sobel,
+                              to_rgb)
 from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
                              patch_minimum)
 
@@ -113,7 +114,7 @@ BLOTCH_BLOCK = 4  # px: the blotches are read on the means of 4x4 blocks, where 
 BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along one line
 VEIL_PATCH = DARK_PATCH
 CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
-METRIC_SIDE = 256  # global statistics read a copy at most this long: fast, and the same on the search copy
+METRIC_SIDE = STATISTICS_SIDE  # global statistics read a copy at most this long (the copy a white balance reads)
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
 

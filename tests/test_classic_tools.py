@@ -70,6 +70,33 @@ def test_colour_tools(photos):
     assert cast_of(balanced) < cast_of(cast) * 0.2 and cast_of(cast) > 0.3
 
 
+def test_white_balance_reads_the_light_the_search_judged_whatever_the_photos_size(photos):
+    """The search judges a white balance on its small copy of the photo; the kept edit is made to the whole photo.
+    Both read the light on a copy of the same size (imageops.scene_light), so the photo gets the balance that was
+    judged: read on every pixel of the whole photo, a camera's noisier blue (its finest detail, which the copy
+    averages away) moved the gray-edge estimate, and the blue's gain with it, by 7% (issue 27)."""
+    from edit_agents.agents.photoagent.search import apply_call, root_state
+    from edit_agents.tools.imageops import resize
+    from edit_agents.agents.records import ToolCall
+
+    img = photos["chelsea"][::2, ::2]
+    h, w = img.shape[:2]
+    big = resize(img, (w * 4, h * 4), "cubic").clip(0, 1) * np.array([1.0, 0.9, 0.7], np.float32)  # a warm light
+    noise = np.random.default_rng(0).normal(0, 1, big.shape) * np.array([0.02, 0.02, 0.06])  # blue the noisiest
+    big = (big + noise).clip(0, 1).astype(np.float32)
+    call = ToolCall("white_balance", {"strength": 1.0})
+    judged = apply_call(REGISTRY, root_state(big, 256), call)  # as the search makes it on its copy
+    made = REGISTRY.call("white_balance", big, {"strength": 1.0})[0]  # as the kept edit is made
+
+    def gains(before, after):  # each channel's gain over green's (the balance keeps the brightness, not green)
+        g = after.reshape(-1, 3).mean(axis=0) / before.reshape(-1, 3).mean(axis=0)
+        return g / g[1]
+
+    searched, whole = gains(root_state(big, 256).preview, judged.preview), gains(big, made)
+    assert whole[2] > 1.2  # the warm light is taken out: blue raised against green
+    assert np.allclose(whole, searched, rtol=0.01), f"whole photo {whole}, search copy {searched}"
+
+
 def test_white_balance_keeps_a_colourful_photos_brightness(photos):
     """Taking a cast out keeps the photo's mean brightness, not a grey's: the orange coffee under a warm light lost
     4.7% of its brightness when the gains kept a grey pixel's luminance instead (issue 27)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .imageops import (bilateral_filter, clahe_uint16, gaussian, illuminant_estimate, join_alpha, luminance, on_color,
-                       per_plane, resize as resize_image, sampled_gaussian, split_alpha, warp_affine)
+from .imageops import (bilateral_filter, clahe_uint16, gaussian, join_alpha, luminance, on_color, per_plane,
+                       resize as resize_image, sampled_gaussian, scene_light, split_alpha, warp_affine)
 from .spec import Moves, Param, ToolOutput, ToolSpec
 
 
@@ -135,11 +135,12 @@ def temperature_tint(img, temperature=0.0, tint=0.0):
 
 def white_balance(img, strength=1.0, *, illuminant=None, mean_colour=None):
     """Automatic white balance: divide out the estimated illuminant (white patch, shades of gray and gray
-    edge agreeing), blended by strength, keeping the overall brightness. ``illuminant``: log(R/G), log(B/G);
+    edge agreeing; read on a copy, imageops.scene_light), blended by strength, keeping the overall brightness.
+    ``illuminant``: log(R/G), log(B/G);
     ``mean_colour``: the photo's mean R, G, B, whose luminance is kept (both default to this image's own: a crop
     is given the whole photo's, so that it is balanced as the photo is)."""
     def f(c):
-        log_rb = illuminant_estimate(c)[0] if illuminant is None else np.asarray(illuminant, np.float32)
+        log_rb = scene_light(c) if illuminant is None else np.asarray(illuminant, np.float32)
         gains = np.exp(-strength * np.array([log_rb[0], 0.0, log_rb[1]], np.float32))
         # the photo's own mean brightness is kept, not a grey's: taking a cast out of an orange scene must not
         # darken it (with a grey's luminance kept, a red-heavy photo lost its red's share of brightness); a black
@@ -155,7 +156,7 @@ def _white_balance_pins(img, params):
     color, _ = split_alpha(img)
     if color.shape[2] < 3:
         return {}
-    return {"illuminant": tuple(illuminant_estimate(color)[0].tolist()),
+    return {"illuminant": tuple(scene_light(color).tolist()),
             "mean_colour": tuple(float(v) for v in color.reshape(-1, 3).mean(axis=0))}
 
 

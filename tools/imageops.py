@@ -72,6 +72,18 @@ def to_rgb(img: np.ndarray) -> np.ndarray:
     return np.repeat(color, 3, axis=2) if color.shape[2] == 1 else color
 
 
+# px: global readings of a photo (its light; the perceiver's tone and colour statistics, agents/metrics.py) are made on
+# a copy at most this long: the same reading whatever the size of the photo or of the search's copy of it, and cheap
+# (a white balance of a 12 MP photo read its light on every pixel: 0.6 GB of planes and most of a second)
+STATISTICS_SIDE = 256
+
+
+def scene_light(rgb: np.ndarray) -> np.ndarray:
+    """The light a photo was taken under, as log(R/G), log(B/G) (``illuminant_estimate``), read on a copy at most
+    ``STATISTICS_SIDE`` long."""
+    return illuminant_estimate(resize_longest(rgb, STATISTICS_SIDE))[0]
+
+
 def illuminant_estimate(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     """The scene illuminant's colour as log(R/G), log(B/G), and how sure the estimate is (0..1).
 
