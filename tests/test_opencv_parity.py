@@ -37,6 +37,20 @@ def test_separable_filters():
     np.testing.assert_allclose(imageops.laplacian(GRAY), REF["laplacian"], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("size", [3, 15, 31])
+def test_minimum_and_maximum_filters(size):
+    """The dark channel's patch minimum and the deconvolution's ringing guard: scipy's 2-D rank filters with the
+    borders extended, to the bit, by two 1-D passes or by OpenCV's erode and dilate."""
+    from scipy import ndimage
+
+    for img in (GRAY, RGB, np.random.default_rng(1).random((60, 90, 3), np.float32)):
+        square = (size, size) + (1,) * (img.ndim - 2)  # each channel on its own
+        np.testing.assert_array_equal(imageops.minimum_filter(img, size),
+                                      ndimage.minimum_filter(img, square, mode="nearest"))
+        np.testing.assert_array_equal(imageops.maximum_filter(img, size),
+                                      ndimage.maximum_filter(img, square, mode="nearest"))
+
+
 @pytest.mark.parametrize("name,size", [("half", (18, 14)), ("third", (12, 9)), ("odd", (11, 8)), ("up", (59, 43))])
 def test_resize(name, size):
     np.testing.assert_allclose(imageops.resize(RGB, size, "area"), REF[f"area_{name}"], **FLOAT32)

