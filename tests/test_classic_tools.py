@@ -76,8 +76,8 @@ def test_white_balance_reads_the_light_the_search_judged_whatever_the_photos_siz
     judged: read on every pixel of the whole photo, a camera's noisier blue (its finest detail, which the copy
     averages away) moved the gray-edge estimate, and the blue's gain with it, by 7% (issue 27)."""
     from edit_agents.agents.photoagent.search import apply_call, root_state
-    from edit_agents.tools.imageops import resize
     from edit_agents.agents.records import ToolCall
+    from edit_agents.tools.imageops import resize
 
     img = photos["chelsea"][::2, ::2]
     h, w = img.shape[:2]

@@ -606,7 +606,7 @@ def _rank_filter(planes: np.ndarray, size: int, largest: bool) -> np.ndarray:
 def minimum_filter(planes: np.ndarray, size: int) -> np.ndarray:
     """Each channel's minimum over every ``size`` x ``size`` square, the borders extended (scipy's
     ``minimum_filter(mode="nearest")``; OpenCV's ``erode`` with a square, the same values: the dark channel of every
-    state the search reads, 30x faster than scipy's two passes)."""
+    state the search reads, about 30x faster than scipy's two passes)."""
     return _rank_filter(planes, size, largest=False)
 
 
