@@ -863,7 +863,8 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
         # each channel (a plane at a time, and in place, to keep a 12-megapixel photo's temporaries small): the
         # luminance's detail added to a channel flat where the luminance has an edge stays within that channel's range
         for k in range(c.shape[2]):
-            lo, hi = minimum_filter(c[:, :, k], reach), maximum_filter(c[:, :, k], reach)
+            plane = np.ascontiguousarray(c[:, :, k])  # one copy for both filters (OpenCV reads contiguous planes)
+            lo, hi = minimum_filter(plane, reach), maximum_filter(plane, reach)
             slack = 0.02 + 0.1 * (hi - lo)
             np.clip(sharp[:, :, k], lo - slack, hi + slack, out=sharp[:, :, k])
         sharp -= c
