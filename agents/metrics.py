@@ -357,6 +357,13 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.clip((cov + c3) / (np.sqrt(va * vb) + c3), -1, 1).mean())
 
 
+def quality_readings(img: np.ndarray, crops: list[np.ndarray] | None = None) -> dict[str, float]:
+    """BRISQUE and NIQE alone, read as raw_statistics reads them: on the texture crops (``crops``, or four taken from
+    ``img``) side by side."""
+    parts = _iqa_parts(mosaic(texture_crops(img) if crops is None else crops), CLASSIC_IQA)
+    return {name: score() for name, score in parts.items()}
+
+
 def mosaic(crops: list[np.ndarray]) -> np.ndarray:
     """The texture crops side by side in two rows (one image for BRISQUE and NIQE)."""
     half = (len(crops) + 1) // 2

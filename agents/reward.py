@@ -35,6 +35,17 @@ GENERIC_TEXT = "a high-quality photo"  # what the learned components score towar
 FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
 # the share of a restoration's change (what its forward model explains) the preservation term charges: see preserved
 RESTORATION_CHARGE = 0.25  # RewardConfig.restoration_charge's default: see preserved
+# Under this mean luminance (where the rule perceiver reads a night scene) most of a photo's local contrasts are a grey
+# level or two, which BRISQUE's and NIQE's normalisation (the local deviation plus one level) flattens: there the scores
+# read how much of the scene shows, which a tone curve changes for real, so a curve is held to the readings without it
+# (Reward.score's iqa_floor) only in a photo at least this bright
+DARK_MEAN = 0.15
+
+
+def holds_curves(stats: Mapping[str, float]) -> bool:
+    """Whether a tone or colour curve made to a photo with these raw statistics is held to its quality readings."""
+    return stats.get("mean_luma", 1.0) >= DARK_MEAN
+
 
 # Each component reads one or more raw statistics through a band (its shape below, its numbers fitted).
 COMPONENT_STATS: dict[str, tuple[str, ...]] = {
@@ -354,13 +365,16 @@ class Reward:
 
     def score(self, img: np.ndarray, original: np.ndarray | None = None, crops: list[np.ndarray] | None = None,
               known: Mapping[str, float] | None = None, pool: Executor | None = None,
-              as_input: np.ndarray | None = None) -> Score:
+              as_input: np.ndarray | None = None, iqa_floor: Mapping[str, float] | None = None) -> Score:
         """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
         texture crops when ``img`` is a reduced copy, ``known`` raw statistics already measured on this image and
         these crops, ``pool`` a spare thread (``spare_thread``) for statistics measured beside the others,
         ``as_input`` the photo the edits' restorations say they were given (photoagent.enhance.through_forward_models),
-        which the preservation term reads beside ``img`` (``preserved``). The learned components read
-        ``scoring_text``."""
+        which the preservation term reads beside ``img`` (``preserved``), ``iqa_floor`` no-reference quality readings
+        (BRISQUE, NIQE: lower is better) that ``img``'s are held to: those of the photo without the tone and colour
+        curves among the edits (ToolSpec.pointwise). A curve removes none of the distortion they read, yet moves them
+        (scikit-image's clock saved at quality 85: BRISQUE 68, after a contrast boost of a half 55, after a gamma of 0.8
+        64), and the search kept curves on clean photos for that. The learned components read ``scoring_text``."""
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         charge = self.config.restoration_charge
@@ -369,15 +383,31 @@ class Reward:
                    or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA))
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
-        comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active}
+        for name, floor in (iqa_floor or {}).items():  # no better than without the curves (NaN: flat, unmeasured)
+            if name in raw and math.isfinite(raw[name]) and math.isfinite(floor):
+                raw[name] = max(raw[name], floor)
         text = self.scoring_text
+        learned = {}
         for name, scorer in self.scorers.items():
-            raw[name], comps[name] = scorer.measure(img, text)
+            raw[name], learned[name] = scorer.measure(img, text)
+        if preserve:
+            raw["structure_similarity"] = (similarity.result() if similarity is not None
+                                           else preserved(original, img, as_input, charge))
+        return self._from_raw(raw, learned, preserve)
+
+    def with_readings(self, score: Score, readings: Mapping[str, float]) -> Score:
+        """``score`` with these raw statistics in place of its own (an image's BRISQUE and NIQE as they are, where it
+        was scored held to others: ``iqa_floor``), the rest as it was measured."""
+        learned = {name: score.components[name] for name in self.scorers if name in score.components}
+        return self._from_raw({**score.raw, **readings}, learned, "preservation" in score.components)
+
+    def _from_raw(self, raw: dict[str, float], learned: Mapping[str, float], preserve: bool) -> Score:
+        comps = {k: v for k, v in normalise(raw, self.bands).items() if k in self.active and k not in learned}
+        comps.update(learned)
         weights = {k: self.active[k] / self._norm for k in comps}
         total = sum(weights[k] * v for k, v in comps.items()) / max(1e-9, sum(weights.values()))
         if preserve:
-            sim = similarity.result() if similarity is not None else preserved(original, img, as_input, charge)
-            raw["structure_similarity"] = sim
+            sim = raw["structure_similarity"]
             comps["preservation"] = sim
             total -= self.preservation * (1.0 - sim)
         for name, *_ in PENALTIES:

@@ -707,3 +707,46 @@ def test_a_line_read_on_one_crop_alone_is_no_shake(photos):
             kernel = estimate_kernel(texture_crops(img))
             assert kernel["kind"] == "motion" and kernel["confidence"] >= BLUR_CONFIDENCE, (case.label(), kernel)
             assert abs(kernel["length"] - case.parts[0][1]["length"]) < 1.5, (case.label(), kernel)
+
+
+def test_a_tone_curve_earns_nothing_from_the_quality_scores_so_a_clean_jpeg_is_left_alone():
+    """BRISQUE reads a clean photo saved as a JPEG at 85 as distorted, and a gamma moves the reading; the search kept a
+    gamma, a sharpen and a contrast boost on scikit-image's clock for that (SSIM 0.95, Delta E 8 to itself). A tone or
+    colour curve (ToolSpec.pointwise) is held to the readings of the photo without it (Reward.score's iqa_floor)."""
+    from photoset import load
+    from defects import save_as_jpeg
+
+    from edit_agents.agents.metrics import quality_readings
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    photo = save_as_jpeg(load("clock", 512), 85)
+    tools, reward = default_registry().subset(categories=["classic"]), Reward()
+    assert tools.get("gamma").pointwise and not tools.get("sharpen").pointwise
+    curved = tools.call("gamma", photo, {"gamma": 0.8})[0]
+    readings = quality_readings(photo)
+    free, held = reward.score(curved, photo), reward.score(curved, photo, iqa_floor=readings)
+    assert free.raw["brisque"] < readings["brisque"] - 1  # the curve moves the reading ...
+    assert held.raw["brisque"] == readings["brisque"] and held.total < free.total  # ... and earns nothing for it
+    # the score of the photo kept, with its own readings again (what the next step's candidates are compared with)
+    assert reward.with_readings(held, quality_readings(curved)).total == pytest.approx(free.total, abs=1e-9)
+    result = mcts_enhance(photo, tools, reward)
+    assert not result.actions, [a.label() for a in result.actions]
+
+
+def test_a_dark_photo_s_curve_keeps_the_quality_scores_credit():
+    """In a dark photo (mean luminance under reward.DARK_MEAN) the quality scores read how much of the scene shows,
+    which a curve changes for real: the deep field darkened in linear light is still brightened (its exposure band
+    reads 0 all the way, so the scores are what pays for it; held to them, it was left dark)."""
+    from photoset import load
+
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import DARK_MEAN, Reward, holds_curves
+
+    clean = load("hubble_deep_field", 512)
+    dark, case = make(clean, "hubble_deep_field", "gain-linear", 1)
+    assert not holds_curves({"mean_luma": float(dark.mean())}) and holds_curves({"mean_luma": DARK_MEAN})
+    tools = default_registry().subset(categories=["classic"])
+    result = mcts_enhance(np.asarray(dark, np.float32), tools, Reward())
+    assert any(tools.get(a.tool).pointwise for a in result.actions), (case.label(), result.actions)
+    assert float(np.abs(result.image - clean).mean()) < 0.5 * float(np.abs(dark - clean).mean())

@@ -150,3 +150,35 @@ def test_pixel_pins_scale_with_the_image():
     spec = default_registry().get("highlights_shadows")
     assert spec.pins_at_scale({"reference_side": 256.0}, 4.0) == {"reference_side": 1024.0}
     assert default_registry().get("contrast").pins_at_scale({"pivot": 0.4}, 4.0) == {"pivot": 0.4}
+
+
+# what makes each tool change a clean photo: a kernel to undo, a black point, a veil to take out
+GIVEN = {"deconvolve": {"kind": "gaussian", "sigma": 1.2}, "levels": {"black": 0.1, "gamma": 1.3}}
+PINNED = {"dehaze": {"airlight": [0.9, 0.9, 0.95], "veil": [0.2, 0.2, 0.2]}}
+
+
+def test_a_tool_marked_pointwise_treats_each_pixel_on_its_own(registry, photos):
+    """A tool marked pointwise (a tone or colour curve, with what it measures on the whole photo pinned) gives a pixel
+    the same result wherever it stands: it commutes with a shuffle of the pixels. PhotoAgent holds such a curve to the
+    quality readings of the photo without it (Reward.score's iqa_floor), so the flag must not be set on a local edit."""
+    img = resize_longest(photos["astronaut"], 96)
+    h, w, c = img.shape
+    order = np.random.default_rng(0).permutation(h * w)
+    shuffle = lambda x: x.reshape(h * w, -1)[order].reshape(h, w, -1)  # noqa: E731
+    marked, local = [], []
+    for spec in registry.specs():
+        if spec.category != "classic" or not spec.stands_alone or spec.moves_pixels:
+            continue
+        params = spec.validate(GIVEN.get(spec.name, {}))[0]
+        params.update({p.name: (p.maximum + p.default) / 2 for p in spec.params
+                       if p.type == "float" and p.minimum < 0 < p.maximum and p.default == 0})  # a real change
+        pins = PINNED.get(spec.name) or spec.pinned(img, params)
+        out = registry.call(spec.name, img, params, pins=pins)[0]
+        if np.allclose(out, img, atol=1e-5):  # nothing to do in this photo (no banding, no specks): nothing to tell
+            continue
+        moved = registry.call(spec.name, shuffle(img), params, pins=pins)[0]
+        commutes = np.allclose(moved, shuffle(out), atol=1e-5)
+        assert commutes == spec.pointwise, (spec.name, spec.pointwise)
+        (marked if spec.pointwise else local).append(spec.name)
+    assert {"exposure", "gamma", "contrast", "levels", "white_balance", "dehaze"} <= set(marked)
+    assert {"sharpen", "denoise", "clahe", "highlights_shadows", "deblock", "deconvolve"} <= set(local)

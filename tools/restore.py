@@ -1384,7 +1384,8 @@ RESTORE_TOOLS: tuple[ToolSpec, ...] = (
              "parts reach black is left unchanged.",
              (_F("strength", "how much of the measured veil to take out", 1.0, 0.0, 1.0, "Lower takes out part."),),
              dehaze, keywords=("haze", "remove haze", "foggy", "misty", "veiling glare", "flare", "milky"),
-             pins=_haze_pins, conflicts=("dehaze",)),  # measured and taken out at once: a second pass finds nothing
+             # measured and taken out at once: a second pass finds nothing
+             pins=_haze_pins, conflicts=("dehaze",), pointwise=True),
     ToolSpec("fix_fringes", "Remove the red and blue colour fringes a lens leaves toward the corners.",
              "Use for lateral chromatic aberration: edges fringed red on one side and blue or cyan on the other, the "
              "fringes widening toward the corners. The red and blue images are scaled back onto the green one about "

@@ -112,6 +112,11 @@ class ToolSpec:
     # the tool moves pixels (the geometry) or one colour channel against another: what is measured of where things
     # are (a lens's colour fringes) is read again after it, while every other classic edit leaves that as it was
     moves_pixels: bool = False
+    # each output pixel is a function of that pixel alone (what the tool measures on the whole photo pinned): a tone or
+    # colour curve. A curve removes none of the distortion the no-reference quality scores read (blur, noise, blocks)
+    # though it moves them, so PhotoAgent holds a curve's result to the readings of the photo without it
+    # (agents/reward.Reward.score's ``iqa_floor``)
+    pointwise: bool = False
     # tools that would work against this one's result, so a plan does not follow it with them (a sharpen or a
     # deconvolution after a deblock brings the blocks back and reads the lost detail as blur)
     conflicts: tuple[str, ...] = ()

@@ -20,8 +20,8 @@ from ...tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
 from ..loop import attempt_error
 from ..records import ToolCall
-from ..reward import ClassicReward
-from ..metrics import image_statistics, texture_crops
+from ..reward import ClassicReward, holds_curves
+from ..metrics import CLASSIC_IQA, image_statistics, quality_readings, texture_crops
 from ..trace import Trace
 
 
@@ -124,14 +124,23 @@ def photo_span(stats: Mapping[str, float]) -> dict[str, float]:
     return {}
 
 
+def as_it_is(reward: ClassicReward, score, image: np.ndarray):
+    """``score`` of a kept photo (``image``) with the photo's own BRISQUE and NIQE. A step that kept a tone or colour
+    curve was scored held to the readings without it (Reward.score's iqa_floor); the next step's candidates are
+    measured as they are, so the curve's change of the readings must count for them no more than it did for it."""
+    return reward.with_readings(score, quality_readings(image))
+
+
 def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[ToolCall, str]], current: np.ndarray,
                  original: np.ndarray, trace: Trace, agent: str, step: int,
                  should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = (),
-                 levels: float | None = None) -> tuple:
+                 levels: float | None = None, readings: Mapping[str, float] | None = None) -> tuple:
     """PhotoAgent's check: run the preview winners at full resolution, score each against the
     original, and return the best as (score, call, image). ``calls`` pairs each call with a label note; ``kept``:
     the edits that made ``current`` from ``original`` (their restorations' models count in the preservation term);
-    ``levels``: the photo's own posterisation reading (photo_levels).
+    ``levels``: the photo's own posterisation reading (photo_levels); ``readings``: ``current``'s raw statistics,
+    whose BRISQUE and NIQE a tone or colour curve (ToolSpec.pointwise) is held to (Reward.score's iqa_floor), unless
+    they say it is dark (reward.holds_curves).
     A call whose tool fails is said in the trace and is no candidate; None when every call failed."""
     best = None
     for call, note in calls:
@@ -145,8 +154,11 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
             trace.add("reward", agent, f"full-resolution {call.label()}{note} failed: {why}", started=t, round=step,
                       inputs={"tool": call.tool}, outputs={"error": why})
             continue
+        held = (readings is not None and isinstance(reward, ClassicReward) and tools.get(call.tool).pointwise
+                and holds_curves(readings))
         s = reward.score(out, original, known=photo_levels(levels, (*kept, call)) or None,
-                         **model_reading(tools, (*kept, call), out))
+                         **model_reading(tools, (*kept, call), out),
+                         **({"iqa_floor": {k: readings[k] for k in CLASSIC_IQA if k in readings}} if held else {}))
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
                   inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
@@ -197,7 +209,7 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             break
         # Try every proposal on the reduced-resolution preview.
         preview = resize_longest(current, settings.preview_side)
-        ranked = []
+        ranked, readings = [], None  # the preview's BRISQUE and NIQE, which a tone or colour curve is held to
         for call in proposals:
             if should_stop:
                 should_stop()
@@ -212,8 +224,12 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
                           inputs={"tool": call.tool}, outputs={"error": why})
                 continue
             scale = max(preview.shape[:2]) / max(image.shape[:2])
+            held = isinstance(reward, ClassicReward) and tools.get(call.tool).pointwise and holds_curves(stats)
+            if held and readings is None:
+                readings = quality_readings(preview)
             s = reward.score(out, preview_original, known=photo_levels(levels, (*actions, call)) or None,
-                             **model_reading(tools, (*actions, call), out, scale))
+                             **model_reading(tools, (*actions, call), out, scale),
+                             **({"iqa_floor": readings} if held else {}))
             ranked.append((s.total, call))
             trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params, "rationale": call.rationale},
@@ -221,7 +237,8 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
         ranked.sort(key=lambda r: -r[0])
         # Re-run the best few at full resolution and keep the best if it beats the current state.
         best = rescore_best(tools, reward, [(c, "") for _, c in ranked[:settings.top_k]], current, original,
-                            trace, agent, step, should_stop, kept=tuple(actions), levels=levels) if ranked else None
+                            trace, agent, step, should_stop, kept=tuple(actions), levels=levels,
+                            readings=current_score.raw) if ranked else None
         if best is None:  # every proposal failed: a step without a result
             stale, out = kept_nothing(trace, agent, step, stale, settings.patience, "revert: every action tried failed")
             if out:
@@ -229,9 +246,11 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             continue
         gain = best[0].total - current_score.total
         if gain > settings.min_gain:
-            current, current_score = best[2], best[0]
+            current = best[2]
             states.append(current)
             actions.append(best[1])
+            current_score = as_it_is(reward, best[0], current) \
+                if isinstance(reward, ClassicReward) and tools.get(best[1].tool).pointwise else best[0]
             tried.clear()  # a new state: everything may be worth trying again
             stale = 0
             trace.add("loop", agent, f"accept {best[1].label()}", round=step,

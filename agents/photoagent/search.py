@@ -21,18 +21,18 @@ import random
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ...tools.imageops import resize, resize_longest, thumbnail_data_url
+from ...tools.imageops import STATISTICS_SIDE, resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import failed_call, kept_nothing, model_reading, photo_levels, photo_span, rescore_best
+from .enhance import as_it_is, failed_call, kept_nothing, model_reading, photo_levels, photo_span, rescore_best
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
-from ..reward import ClassicReward, spare_thread, torch_threads
-from ..metrics import image_statistics, texture_boxes, texture_crops
+from ..reward import ClassicReward, holds_curves, spare_thread, torch_threads
+from ..metrics import CLASSIC_IQA, image_statistics, quality_readings, texture_boxes, texture_crops
 from ..trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
@@ -136,6 +136,7 @@ class _Search:
         self.scores: dict[tuple, float] = {}
         self.perceptions: dict[tuple, Perception] = {}
         self.statistics: dict[tuple, dict] = {}  # a state's raw statistics, read by the perceiver and the reward
+        self.readings: dict[tuple, dict[str, float]] = {}  # a state's BRISQUE and NIQE, where no curve made it
         self.path_tools: dict[tuple, frozenset[str]] = {}  # the tools already used on the way to a state
         self.path_calls: dict[tuple, tuple[ToolCall, ...]] = {}  # the edits on the way to a state, in this step
         self.kept: tuple[ToolCall, ...] = ()  # the edits kept in earlier steps: the root is the photo after them
@@ -259,10 +260,52 @@ class _Search:
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.scores:
             seen = model_reading(self.tools, self.kept + self.path_calls.get(key, ()), state.preview, state.scale)
-            self.scores[key] = self.reward.score(state.preview, self.original, crops=state.crops,
-                                                 known=self.statistics.get(key) or self.carried(key), **seen,
-                                                 **self.reward_pool).total
+            calls = self.path_calls.get(key, ())
+            uncurved = [c for c in calls if not self.pointwise(c)]
+            held = (isinstance(self.reward, ClassicReward) and len(uncurved) < len(calls)
+                    and holds_curves(self.statistics.get(self.root_key, {})))
+            score = self.reward.score(state.preview, self.original, crops=state.crops,
+                                      known=self.statistics.get(key) or self.carried(key), **seen, **self.reward_pool,
+                                      **({"iqa_floor": self.readings_without(uncurved)} if held else {}))
+            if not held:  # its quality readings are its own: a state with curves among its edits is held to them
+                self.readings[key] = {k: score.raw[k] for k in CLASSIC_IQA if k in score.raw}
+            self.scores[key] = score.total
         return self.scores[key]
+
+    def pointwise(self, call: ToolCall) -> bool:
+        return call.tool in self.tools.names() and self.tools.get(call.tool).pointwise
+
+    def readings_without(self, calls: list[ToolCall]) -> dict[str, float]:
+        """The no-reference quality readings of the state that ``calls`` (a path's edits without its tone and colour
+        curves) lead to from this step's root: what a state with the curves is held to (Reward.score's iqa_floor).
+        They are read on the texture crops alone, so a state the search has not made needs only its crops: the last
+        edit is made to them, with what the tool measures read on the state before, as the search makes a state."""
+        key, state = self.root_key, self.root_state
+        for call in calls[:-1]:
+            key, state = self.apply(key, state, call)
+            if state is None:  # its tool failed here: nothing to hold the state to
+                return {}
+        if calls:
+            last = key + (calls[-1].key(),)
+            if last in self.readings:
+                return self.readings[last]
+            if last in self.states:
+                key, state = last, self.states[last]
+            elif calls[-1].key() in self.failures:
+                return {}
+            elif not crops_alone(self.tools, calls[-1]):
+                key, state = self.apply(key, state, calls[-1])
+                if state is None:
+                    return {}
+            else:
+                try:
+                    crops = crops_edited(self.tools, state, calls[-1])
+                except Exception:  # noqa: BLE001 (it fails where the search makes the state too, and is said there)
+                    return {}
+                key, state = last, State(state.preview, crops, state.scale, state.size)
+        if key not in self.readings:
+            self.readings[key] = quality_readings(state.preview, state.crops)
+        return self.readings[key]
 
     def uct(self, parent: TreeNode, child: TreeNode) -> float:
         if child.visits == 0:
@@ -282,6 +325,7 @@ class _Search:
         root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],
                                         getattr(self.reward, "scoring_text", "")))
         self.root_key = root.key  # the photo as it came to this step (its statistics: the perceiver's reference)
+        self.root_state = root_state
         self.kernel, self.kernel_known = None, False  # a kept edit (a deconvolution) may have changed it
         self.lo, self.hi, self.perceiver_calls = math.inf, -math.inf, 0
         self.best_rollout = (-math.inf, [])
@@ -359,10 +403,12 @@ def _reward_tokens(reward: ClassicReward) -> int:
 def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[ToolCall], current: np.ndarray,
                      original: np.ndarray, trace: Trace, agent: str, step: int,
                      should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = (),
-                     levels: float | None = None) -> tuple:
+                     levels: float | None = None, readings: Mapping[str, float] | None = None) -> tuple:
     """The search's best rollout re-run at full resolution as one candidate: (score, [(call, image after it)]), or
     None when a tool of it fails there (said in the trace). ``kept``: the edits that made ``current`` from
-    ``original``; ``levels``: the photo's own posterisation reading (enhance.photo_levels)."""
+    ``original``; ``levels``: the photo's own posterisation reading (enhance.photo_levels); ``readings``: ``current``'s
+    raw statistics (where they say it is dark, its tone and colour curves are not held to the quality readings
+    without them: reward.holds_curves)."""
     t, out, done = time.perf_counter(), current, []
     for call in calls:
         if should_stop:
@@ -375,18 +421,49 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
                                        "not a candidate", started=t, round=step, outputs={"error": why})
             return None
         done.append((call, out))
+    uncurved = [c for c in calls if not tools.get(c.tool).pointwise]
+    held = isinstance(reward, ClassicReward) and len(uncurved) < len(calls) and holds_curves(readings or {})
     s = reward.score(out, original, known=photo_levels(levels, (*kept, *calls)) or None,
-                     **model_reading(tools, (*kept, *calls), out))
+                     **model_reading(tools, (*kept, *calls), out),
+                     **({"iqa_floor": readings_after(tools, current, uncurved)} if held else {}))
     trace.add("reward", agent, f"full-resolution sequence {' -> '.join(c.label() for c in calls)} (the search's best "
                                "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
               scores=s.as_dict(), preview=out)
     return s, done
 
 
+def readings_after(tools: ToolRegistry, image: np.ndarray, calls: list[ToolCall]) -> dict[str, float]:
+    """BRISQUE and NIQE of ``image`` after ``calls``, read as the search reads a state's: on the texture crops, edited
+    as parts of the photo (what a sequence with tone and colour curves among its edits is held to)."""
+    state = root_state(image, STATISTICS_SIDE)
+    for call in calls:
+        state = apply_call(tools, state, call)
+    return quality_readings(state.preview, state.crops)
+
+
 def root_state(image: np.ndarray, side: int) -> State:
     """The search's view of a photo: a copy at most ``side`` long plus its native-resolution texture crops."""
     preview = resize_longest(image, side)
     return State(preview, texture_crops(image), max(preview.shape[:2]) / max(image.shape[:2]), image.shape[:2])
+
+
+def crops_alone(tools: ToolRegistry, call: ToolCall) -> bool:
+    """Whether ``apply_call`` edits a state's crops with ``call`` by themselves: a classic edit that keeps the
+    geometry (a model's edit is made to the copy and followed by the crops; a crop or a rotation leaves them)."""
+    spec = tools.get(call.tool)
+    return not spec.needs_model and (spec.placed or not spec.moves_pixels)
+
+
+def crops_edited(tools: ToolRegistry, state: State, call: ToolCall, native: dict | None = None) -> list[np.ndarray]:
+    """A classic edit made to a search state's native-resolution crops as parts of the whole photo: with what the tool
+    measures on the whole (``native``: its pins at the photo's scale; by default read on the state's copy)."""
+    spec = tools.get(call.tool)
+    if native is None:
+        native = spec.pins_at_scale(spec.pinned(state.preview, spec.validate(call.params)[0]), 1.0 / state.scale)
+    if spec.placed:  # a place in the photo (a lens's centre) is another place in each crop
+        return [tools.call(call.tool, c, call.params, pins=spec.pins_in_crop(native, x0, y0))[0]
+                for c, (x0, y0, _) in zip(state.crops, texture_boxes(*state.size))]
+    return [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops]
 
 
 def apply_call(tools: ToolRegistry, state: State, call: ToolCall, pool: Executor | None = None) -> State:
@@ -404,11 +481,7 @@ def apply_call(tools: ToolRegistry, state: State, call: ToolCall, pool: Executor
     native = spec.pins_at_scale(pins, 1.0 / state.scale)
 
     def edit_crops() -> list[np.ndarray]:
-        if spec.placed:  # a place in the photo (a lens's centre) is another place in each crop
-            boxes = texture_boxes(*state.size)
-            return [tools.call(call.tool, c, call.params, pins=spec.pins_in_crop(native, x0, y0))[0]
-                    for c, (x0, y0, _) in zip(state.crops, boxes)]
-        return [tools.call(call.tool, c, call.params, pins=native)[0] for c in state.crops]
+        return crops_edited(tools, state, call, native)
 
     crops = pool.submit(edit_crops) if pool is not None and not spec.needs_runtime else None
     preview = tools.call(call.tool, state.preview, call.params, scale=state.scale, pins=pins)[0]
@@ -513,7 +586,8 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         edits = [c for c in ranked if not c.terminal][:s.top_k]
         # re-run the most visited first actions at full resolution
         best = rescore_best(tools, reward, [(c.action, f" (visits {c.visits})") for c in edits], current, image,
-                            trace, agent, step, should_stop, kept=tuple(actions), levels=search.levels)
+                            trace, agent, step, should_stop, kept=tuple(actions), levels=search.levels,
+                            readings=current_score.raw)
         if best is None:  # every winner failed at full resolution: nothing to keep from this step
             stale, out = kept_nothing(trace, agent, step, stale, s.patience,
                                       "revert: the search's winners failed at full resolution")
@@ -526,7 +600,7 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
         plan = search.best_rollout[1]
         if len(plan) >= 2:
             sequence = rescore_sequence(tools, reward, plan, current, image, trace, agent, step, should_stop,
-                                        kept=tuple(actions), levels=search.levels)
+                                        kept=tuple(actions), levels=search.levels, readings=current_score.raw)
             if sequence is not None and sequence[0].total > score.total:
                 score, chosen = sequence
         gain = score.total - current_score.total
@@ -541,7 +615,9 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
                 actions.append(call)
             search.barred |= search.conflicts_of({call.tool for call, _ in chosen})
             search.kept = tuple(actions)
-            current, current_score = chosen[-1][1], score
+            current = chosen[-1][1]
+            current_score = as_it_is(reward, score, current) \
+                if isinstance(reward, ClassicReward) and any(tools.get(c.tool).pointwise for c, _ in chosen) else score
             stale = 0
             trace.add("loop", agent, f"accept {label}", round=step,
                       outputs={"action": chosen[0][0].as_dict(), "chosen": chosen[0][0].label(),  # the tree's child
