@@ -124,6 +124,11 @@ def photo_span(stats: Mapping[str, float]) -> dict[str, float]:
     return {}
 
 
+def without_curves(tools: ToolRegistry, calls) -> list[ToolCall]:
+    """``calls`` without the tone and colour curves among them (ToolSpec.pointwise)."""
+    return [c for c in calls if not tools.get(c.tool).pointwise]
+
+
 def as_it_is(reward: ClassicReward, score, image: np.ndarray):
     """``score`` of a kept photo (``image``) with the photo's own BRISQUE and NIQE. A step that kept a tone or colour
     curve was scored held to the readings without it (Reward.score's iqa_floor); the next step's candidates are

@@ -28,7 +28,8 @@ import numpy as np
 from ...tools.imageops import STATISTICS_SIDE, resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import as_it_is, failed_call, kept_nothing, model_reading, photo_levels, photo_span, rescore_best
+from .enhance import (as_it_is, failed_call, kept_nothing, model_reading, photo_levels, photo_span, rescore_best,
+                      without_curves)
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
 from ..reward import ClassicReward, holds_curves, spare_thread, torch_threads
@@ -261,7 +262,7 @@ class _Search:
         if key not in self.scores:
             seen = model_reading(self.tools, self.kept + self.path_calls.get(key, ()), state.preview, state.scale)
             calls = self.path_calls.get(key, ())
-            uncurved = [c for c in calls if not self.pointwise(c)]
+            uncurved = without_curves(self.tools, calls)
             held = (isinstance(self.reward, ClassicReward) and len(uncurved) < len(calls)
                     and holds_curves(self.statistics.get(self.root_key, {})))
             score = self.reward.score(state.preview, self.original, crops=state.crops,
@@ -271,9 +272,6 @@ class _Search:
                 self.readings[key] = {k: score.raw[k] for k in CLASSIC_IQA if k in score.raw}
             self.scores[key] = score.total
         return self.scores[key]
-
-    def pointwise(self, call: ToolCall) -> bool:
-        return call.tool in self.tools.names() and self.tools.get(call.tool).pointwise
 
     def readings_without(self, calls: list[ToolCall]) -> dict[str, float]:
         """The no-reference quality readings of the state that ``calls`` (a path's edits without its tone and colour
@@ -421,7 +419,7 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
                                        "not a candidate", started=t, round=step, outputs={"error": why})
             return None
         done.append((call, out))
-    uncurved = [c for c in calls if not tools.get(c.tool).pointwise]
+    uncurved = without_curves(tools, calls)
     held = isinstance(reward, ClassicReward) and len(uncurved) < len(calls) and holds_curves(readings or {})
     s = reward.score(out, original, known=photo_levels(levels, (*kept, *calls)) or None,
                      **model_reading(tools, (*kept, *calls), out),
