@@ -566,6 +566,113 @@ def astigmatism(x, rng):  # defocus through an astigmatic lens: an elliptical sp
     return _convolve(x, kernel), {"major": a, "minor": b, "angle": angle}
 
 
+
+# A third probe, written on 2026-12-01 after the last change of the eighth stop, as a user's photos might come, and run
+# once as written (docs/generalisation.md, "A third probe"): ways the defects happen across a photo rather than over all
+# of it, the noise a phone leaves once its colour noise reduction has run, and two edits of the look. Held out like the
+# rest.
+
+def _across(shape: tuple[int, ...], rng: Rng) -> np.ndarray:
+    """0 on one side of the photo to 1 on the other, along a random direction (a graduated filter's ramp)."""
+    h, w = shape[:2]
+    angle = _u(rng, 0.0, 2 * np.pi)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    t = ((xx - w / 2) * np.cos(angle) + (yy - h / 2) * np.sin(angle)) / (0.5 * float(np.hypot(h, w)))
+    return np.clip(0.5 + 0.5 * t, 0.0, 1.0).astype(np.float32)
+
+
+def depth_of_field(x, rng):  # a shallow focus: one side of the photo out of focus, the other sharp
+    from scipy.ndimage import gaussian_filter
+
+    s = _u(rng, 1.5, 3.5)
+    out = np.clip((_across(x.shape, rng) - 0.4) / 0.3, 0.0, 1.0)[..., None]
+    soft = gaussian_filter(x, (s, s, 0))
+    return x * (1 - out) + soft * out, {"sigma": s}
+
+
+def graduated_dark(x, rng):  # a graduated filter's dark half where none was wanted, in linear light
+    low = _u(rng, 0.3, 0.6)
+    ramp = _across(x.shape, rng)[..., None]
+    return to_srgb(to_linear(x) * (1 - (1 - low) * ramp)), {"low": low}
+
+
+def mixed_light(x, rng):  # lit warm from one side and cool from the other (a window and a lamp), in linear light
+    t = _u(rng, 0.15, 0.35)
+    ramp = _across(x.shape, rng)[..., None]
+    warm, cool = np.array([1 + t, 1, 1 - t], np.float32), np.array([1 - t, 1, 1 + t], np.float32)
+    return to_srgb(to_linear(x) * (warm * (1 - ramp) + cool * ramp)), {"shift": t}
+
+
+def film_grain(x, rng):  # grain a little larger than a pixel, in the luminance only, strongest in the midtones
+    from scipy.ndimage import gaussian_filter
+
+    s, size = _u(rng, 0.03, 0.07), _u(rng, 0.6, 1.2)
+    grain = gaussian_filter(rng.normal(0, 1, x.shape[:2]).astype(np.float32), size)
+    grain /= max(float(grain.std()), 1e-6)
+    lum = _luma(x)[..., 0]
+    return x + (s * grain * 4 * lum * (1 - lum))[..., None], {"sigma": s, "size": size}
+
+
+def phone_noise(x, rng):  # a sensor's noise in linear light, demosaiced, then the colour noise reduced: grain in the
+    # luminance is what is left
+    from scipy.ndimage import gaussian_filter
+
+    a, b = _u(rng, 0.003, 0.012), _u(rng, 0.003, 0.008)
+    lin = to_linear(x)
+    lin = lin + rng.normal(0, 1, x.shape).astype(np.float32) * np.sqrt(a * lin + b * b)
+    noisy = gaussian_filter(to_srgb(lin), (0.5, 0.5, 0))
+    lum = _luma(noisy)
+    colour = gaussian_filter(noisy - lum, (3.0, 3.0, 0))
+    return lum + colour, {"shot": a, "read": b}
+
+
+def zoom_blur(x, rng):  # the lens zoomed during the exposure: each point smeared along the line to the centre
+    from scipy.ndimage import map_coordinates
+
+    k = _u(rng, 0.015, 0.04)
+    h, w = x.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    out = np.zeros_like(x)
+    steps = 9
+    for i in range(steps):
+        f = 1 - k * i / (steps - 1)
+        ys, xs = h / 2 + (yy - h / 2) * f, w / 2 + (xx - w / 2) * f
+        for c in range(x.shape[2]):
+            out[..., c] += map_coordinates(x[..., c], [ys, xs], order=1, mode="reflect")
+    return out / steps, {"zoom": k}
+
+
+def screen_copy(x, rng):  # sent through a chat app: shrunk, compressed, blown up again by the viewer
+    from PIL import Image
+
+    scale, quality = _u(rng, 0.4, 0.7), int(rng.integers(45, 76))
+    h, w = x.shape[:2]
+    small = Image.fromarray((np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)).resize(
+        (max(8, round(w * scale)), max(8, round(h * scale))), Image.BILINEAR)
+    buf = io.BytesIO()
+    small.save(buf, "JPEG", quality=quality)
+    back = Image.open(io.BytesIO(buf.getvalue())).convert("RGB").resize((w, h), Image.BICUBIC)
+    return np.asarray(back, np.float32) / 255.0, {"scale": scale, "quality": quality}
+
+
+def hue_shift(x, rng):  # every hue turned (a camera profile gone wrong): Cb and Cr rotated, the luma kept
+    angle = _u(rng, 10.0, 30.0) * float(rng.choice([-1.0, 1.0]))
+    lum = _luma(x)
+    cb, cr = (x[..., 2:3] - lum) / 1.772, (x[..., 0:1] - lum) / 1.402
+    c, s = np.cos(np.deg2rad(angle)), np.sin(np.deg2rad(angle))
+    cb, cr = cb * c - cr * s, cb * s + cr * c
+    red, blue = lum + 1.402 * cr, lum + 1.772 * cb
+    green = (lum - 0.299 * red - 0.114 * blue) / 0.587
+    return np.concatenate([red, green, blue], axis=2), {"degrees": angle}
+
+
+def halo_clarity(x, rng):  # "clarity" overdone: the luminance's local contrast boosted over a wide radius
+    from scipy.ndimage import gaussian_filter
+
+    radius, amount = _u(rng, 8.0, 20.0), _u(rng, 0.6, 1.4)
+    lum = _luma(x)
+    return x + amount * (lum - gaussian_filter(lum, (radius, radius, 0))), {"radius": radius, "amount": amount}
+
 HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("vignette", "tone", vignette, "corners at 35-65% of the light, in linear light"),
     Family("log-profile", "tone", log_profile, "a log curve into blacks 0.06-0.14 and whites 0.78-0.9"),
@@ -593,6 +700,16 @@ HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("hexagonal-defocus", "blur", hexagonal_defocus, "a hexagonal aperture of radius 2-4 px"),
     Family("astigmatism", "blur", astigmatism, "an elliptical spot of semi-axes 2-4 px and 0.35-0.7 of that, at any "
            "angle"),
+    Family("depth-of-field", "blur", depth_of_field, "one side out of focus, a Gaussian of sigma 1.5-3.5"),
+    Family("graduated-dark", "tone", graduated_dark, "darkened across the photo to 30-60% of the light, in linear "
+           "light"),
+    Family("mixed-light", "colour", mixed_light, "warm on one side and cool on the other by 15-35%, in linear light"),
+    Family("film-grain", "noise", film_grain, "luminance grain of sigma 0.03-0.07 in the midtones, 0.6-1.2 px wide"),
+    Family("phone-noise", "noise", phone_noise, "sensor noise in linear light, demosaiced, its colour smoothed away"),
+    Family("zoom-blur", "blur", zoom_blur, "zoomed by 1.5-4% during the exposure"),
+    Family("screen-copy", "noise", screen_copy, "shrunk to 40-70%, JPEG at quality 45-75, blown up again"),
+    Family("hue-shift", "colour", hue_shift, "hues turned by 10-30 degrees, the luma kept"),
+    Family("halo-clarity", "overdone", halo_clarity, "local contrast boosted by 0.6-1.4 over 8-20 px"),
 )}
 
 # combinations draw from these groups, in the order a camera and then a file would make them

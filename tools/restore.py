@@ -40,6 +40,19 @@ MOTION_ANISOTROPY = (-1.5, -0.75)
 # quality 85). A kernel with zeros on two crossing lines (a square's) is about as deep there: 0.52-0.99 on the held-out
 # box blurs' crops, median about 0.9. Full trust at or below the first figure, none at or above the second.
 MOTION_CROSS = (0.5, 1.0)
+# A line along a row or a column (within GRID_AXIS degrees) may be a grid's period instead: a JPEG saved at one size
+# and shown at another steps every 8 / scale px (an upscaled chat-app copy of the dusk rocket read as a 12.8 px vertical
+# shake, and its deconvolution took SSIM from 0.855 to 0.576). A grid's steps fall at one phase of the period all across
+# the photo; a shake's streaks start and end wherever the scene's features are. So the steps across the line, folded at
+# its length, are read in GRID_STRIPS strips side by side: where every strip peaks at the same phase (within a pixel)
+# at least GRID_REPEAT times the mean of the other phases, the line is a grid's (``repeats_at_one_phase``). Read on the
+# crops that read a line near an axis (written 2026-12-01 for the probe's screen-copy family; docs/generalisation.md):
+# every strip of the grids read as lines peaked at one phase, 1.4-3.2 times the rest (upscaled JPEGs, JPEG grids at
+# quality 85 read as 8 px lines); the axis-aligned shakes of the defect space split their strips' peaks, or (the dusk
+# rocket's gantry, a repeating structure of its own, shaken along it) reached 1.16 at the least.
+GRID_AXIS = 5.0
+GRID_STRIPS = 4
+GRID_REPEAT = 1.4
 # A Gaussian blur is read from how fast the spectrum falls (_gaussian_sigma), between these frequencies (cycles per px:
 # above the photo's own layout, below where noise and 8-bit steps flatten it). On the native-resolution crops of the
 # project's clean photos it reads -0.6 to 0.6 px (the median of four; 0.79 on one crop at most); on the defect space's
@@ -568,6 +581,33 @@ def _ring_evenness(cep: np.ndarray, radius: float) -> float:
     return float(values.mean()) / deepest if deepest < 0 else 0.0
 
 
+def repeats_at_one_phase(lum: np.ndarray, period: float, angle: float) -> bool:
+    """Whether a line of ``period`` px at ``angle`` degrees (a motion reading) is a grid's period: the steps across
+    it, folded at the period, peak at one phase in every strip (GRID_STRIPS, GRID_REPEAT). Only for a line within
+    GRID_AXIS degrees of a row or a column, where a codec's or a resampling's grid lies; False elsewhere."""
+    lum = _plane(lum)
+    turn = angle % 180.0
+    if period < 2.0 or min(abs(turn - 90.0), turn, 180.0 - turn) > GRID_AXIS:
+        return False
+    vertical = abs(turn - 90.0) <= GRID_AXIS  # a vertical line repeats down the rows
+    steps = np.abs(np.diff(lum, axis=0 if vertical else 1))
+    steps = steps if vertical else steps.T  # rows: the boundaries along the repeat; columns: across it
+    bins = int(round(period))
+    if steps.shape[0] < 2 * period or steps.shape[1] < GRID_STRIPS:
+        return False
+    phase = np.minimum((np.arange(steps.shape[0]) % period) / period * bins, bins - 1).astype(np.int64)
+    count = np.maximum(np.bincount(phase, minlength=bins), 1)
+    peaks = []
+    for strip in np.array_split(steps, GRID_STRIPS, axis=1):
+        profile = np.bincount(phase, strip.mean(axis=1), bins) / count
+        top = int(np.argmax(profile))
+        rest = (profile.sum() - profile[top]) / (bins - 1)
+        if profile[top] < GRID_REPEAT * rest:
+            return False
+        peaks.append(top)
+    return all(min((p - peaks[0]) % bins, (peaks[0] - p) % bins) <= 1 for p in peaks)
+
+
 def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     """The blur of a photo: ``{"kind": "none" | "defocus" | "motion" | "gaussian", "radius": px (defocus),
     "length": px and "angle": degrees counter-clockwise from horizontal (motion; a Gaussian's long axis), "sigma": px
@@ -812,6 +852,8 @@ def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: fl
     if kind == "auto" and sum(sizes.values()) == 1:  # one size given: that family
         kind = next(k for k, v in sizes.items() if v)
     found = estimate_blur(lum, kind)
+    if found["kind"] == "motion" and length <= 0 and repeats_at_one_phase(lum, found["length"], found["angle"]):
+        return {**found, "kind": "none", "confidence": 0.0}  # a grid's period read as a line: no shake to undo
     if found["kind"] == "motion":
         found = {**found, "length": length if length > 0 else found["length"],
                  "angle": angle if angle >= 0 else found["angle"]}

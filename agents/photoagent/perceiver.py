@@ -362,7 +362,9 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         elif blurred:
             if blur is not None:  # why no deconvolution: the kernel read, and how surely (its shape counts too)
                 unsure = kernel["kind"] == "none" or kernel["confidence"] < _needed(kernel)
-                why += (f"; no kernel measured surely ({kernel['kind']}, confidence {kernel['confidence']:.2f}, "
+                grid = (f"; a line of {kernel['grid']:g} px along a row or column is a grid's period (a JPEG seen at "
+                        "another size), not a shake") if kernel.get("grid") else ""
+                why += (f"{grid}; no kernel measured surely ({kernel['kind']}, confidence {kernel['confidence']:.2f}, "
                         f"needs {_needed(kernel)})" if unsure
                         else f"; the {kernel['kind']} kernel read is not trusted (a line under {MIN_MOTION} px, or "
                              "a JPEG grid in the photo)") + ": sharpen"
@@ -374,15 +376,27 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
 def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     """The blur kernel of the photo from its native-resolution crops: the most confident crop's estimate; a
     Gaussian's widths, roundness and long axis are the crops' medians (one crop of flat sky or fine texture reads wider
-    or narrower). Where no crop reads a kernel surely, the crops read as one (``pooled_kernel``)."""
+    or narrower). Where no crop reads a kernel surely, the crops read as one (``pooled_kernel``). ``grid``: the length
+    of a line some crop read and dropped as a grid's period, where no other line was trusted (the trace says so)."""
     from ...tools.imageops import luminance
-    from ...tools.restore import blur_of_spectrum, blur_spectrum, gaussian_reading
+    from ...tools.restore import blur_of_spectrum, blur_spectrum
 
     # each crop's spectrum once: its own reading, the pool's and the agreement with the pool read it
-    powers = [blur_spectrum(luminance(c)) for c in crops or () if min(c.shape[:2]) >= 64]
-    found = [blur_of_spectrum(p) for p in powers]
+    lums = [luminance(c) for c in crops or () if min(c.shape[:2]) >= 64]
+    powers = [blur_spectrum(x) for x in lums]
+    # a line that is a grid's period (an upscaled JPEG's blocks) is no shake: that crop reads no kernel
+    found = [_no_grid(blur_of_spectrum(p), x) for p, x in zip(powers, lums)]
     if not found:
         return None
+    kernel = _kernel_of_readings(found, powers, lums)
+    grids = [k["grid"] for k in found if "grid" in k]
+    return {**kernel, "grid": grids[0]} if grids and kernel["kind"] != "motion" else kernel
+
+
+def _kernel_of_readings(found: list[dict], powers: list, lums: list) -> dict:
+    """estimate_kernel's choice among the crops' readings (``found``), their spectra and luminances."""
+    from ...tools.restore import gaussian_reading, repeats_at_one_phase
+
     # a shake moves the whole frame: a line read on one crop alone, with no other crop reading one of about its length
     # and angle, is no shake (a JPEG's 8 px grid, read as an 8 px line by one crop of a dusk sky, was deconvolved)
     seconded = [k for k in found if k["kind"] != "motion" or any(
@@ -399,8 +413,22 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
         best = {**best, **gaussian_reading(round(median["sigma"], 2), median["wide"], median["narrow"], axis,
                                            median["isotropy"])}
     if best["kind"] == "none" or best["confidence"] < BLUR_CONFIDENCE:
-        return pooled_kernel(powers, best)
+        pooled = pooled_kernel(powers, best)
+        # the pool's line too, where most crops read it as a grid's period
+        if pooled is not best and pooled["kind"] == "motion" and sum(
+                repeats_at_one_phase(x, pooled["length"], pooled["angle"]) for x in lums) >= POOLED_AGREEING:
+            return best
+        return pooled
     return best
+
+
+def _no_grid(kernel: dict, lum: np.ndarray) -> dict:
+    """A crop's kernel reading, or no kernel where its line is a grid's period (tools/restore.repeats_at_one_phase)."""
+    from ...tools.restore import repeats_at_one_phase
+
+    if kernel["kind"] == "motion" and repeats_at_one_phase(lum, kernel["length"], kernel["angle"]):
+        return {**kernel, "kind": "none", "confidence": 0.0, "grid": kernel["length"]}
+    return kernel
 
 
 def _needed(kernel: Mapping[str, Any]) -> float:
