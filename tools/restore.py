@@ -47,9 +47,10 @@ MOTION_CROSS = (0.5, 1.0)
 # its length, are read in GRID_STRIPS strips side by side: where every strip peaks at the same phase (within a pixel)
 # at least GRID_REPEAT times the mean of the other phases, the line is a grid's (``repeats_at_one_phase``). Read on the
 # crops that read a line near an axis (written 2026-12-01 for the probe's screen-copy family; docs/generalisation.md):
-# every strip of the grids read as lines peaked at one phase, 1.4-3.2 times the rest (upscaled JPEGs, JPEG grids at
-# quality 85 read as 8 px lines); the axis-aligned shakes of the defect space split their strips' peaks, or (the dusk
-# rocket's gantry, a repeating structure of its own, shaken along it) reached 1.16 at the least.
+# the grids read as lines had their strips at one phase, 1.1-3.2 times the rest (the chat-app copy 1.6 and 2.4, the
+# moon's JPEG saved twice 1.7-3.2, JPEG grids at quality 85 read as 8 px lines 1.1-2.0); the axis-aligned shakes of the
+# defect space split their strips' peaks, or, where all four agreed (the dusk rocket's gantry, a structure repeating
+# along its shake), reached 1.16. The figure sits above that, below the copy's.
 GRID_AXIS = 5.0
 GRID_STRIPS = 4
 GRID_REPEAT = 1.4
