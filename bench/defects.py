@@ -673,6 +673,68 @@ def halo_clarity(x, rng):  # "clarity" overdone: the luminance's local contrast 
     lum = _luma(x)
     return x + amount * (lum - gaussian_filter(lum, (radius, radius, 0))), {"radius": radius, "amount": amount}
 
+
+# A fourth probe, written and run once the same session (docs/generalisation.md, "A fourth probe"): what a phone, a lens
+# and an editor do that the probes before did not.
+
+def dust_spots(x, rng):  # dust on the sensor: soft dark spots, in linear light
+    h, w = x.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    out, n = to_linear(x), int(rng.integers(4, 12))
+    for _ in range(n):
+        cy, cx, r, depth = _u(rng, 0, h), _u(rng, 0, w), _u(rng, 3.0, 10.0), _u(rng, 0.2, 0.5)
+        out = out * (1 - depth * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r)))[..., None]
+    return to_srgb(out), {"spots": n}
+
+
+def lens_flare(x, rng):  # a light near the frame: a warm glow over part of it and a faint veil over all, in linear light
+    h, w = x.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    cy, cx, r, a = _u(rng, 0, h), _u(rng, 0, w), _u(rng, 0.1, 0.3) * max(h, w), _u(rng, 0.2, 0.5)
+    glow = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r))[..., None]
+    return to_srgb(to_linear(x) + a * glow * np.array([1.0, 0.9, 0.75], np.float32) + 0.05 * a), {"strength": a}
+
+
+def phone_night(x, rng):  # a phone at night: little light and its noise, brightened most of the way back, the noise
+    # reduced, sharpened, saved as a JPEG
+    from scipy.ndimage import gaussian_filter
+
+    light = _u(rng, 0.25, 0.5)
+    lin = to_linear(x) * light
+    lin = lin + rng.normal(0, 1, x.shape).astype(np.float32) * np.sqrt(0.004 * lin + 0.003 ** 2)
+    img = gaussian_filter(to_srgb(lin / light * 0.8), (1.0, 1.0, 0))
+    lum = _luma(img)
+    img = img + 0.8 * (lum - gaussian_filter(lum, (1.5, 1.5, 0)))
+    return save_as_jpeg(img, int(rng.integers(70, 90))), {"light": light}
+
+
+def purple_fringe(x, rng):  # a lens's axial colour: purple edges beside the brightest areas
+    from scipy.ndimage import gaussian_filter
+
+    bright = gaussian_filter((_luma(x)[..., 0] > 0.8).astype(np.float32), 2.0)
+    edge = np.clip(bright * 4 * (1 - bright), 0, 1) * _u(rng, 0.2, 0.5)
+    return x + edge[..., None] * np.array([0.3, -0.15, 0.45], np.float32), {"fringe": float(edge.max())}
+
+
+def hdr_look(x, rng):  # tone-mapped "HDR": the large-scale tones compressed, the detail and the saturation raised
+    from scipy.ndimage import gaussian_filter
+
+    lum = _luma(x)
+    base = gaussian_filter(lum, (12, 12, 0))
+    k, gain, sat = _u(rng, 0.4, 0.7), _u(rng, 0.8, 1.6), _u(rng, 1.2, 1.5)
+    out = x + (0.5 + (base - 0.5) * (1 - k) - base) + (lum - base) * gain
+    grey = _luma(out)
+    return grey + (out - grey) * sat, {"compress": k, "detail": gain, "saturation": sat}
+
+
+def warm_dim_vignette(x, rng):  # an old phone indoors: a warm light, too little of it, and dark corners, in linear light
+    h, w = x.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    r2 = ((yy - h / 2) / (h / 2)) ** 2 + ((xx - w / 2) / (w / 2)) ** 2
+    fall = (1 - _u(rng, 0.3, 0.5) * np.clip(r2 / 2, 0, 1))[..., None]
+    t, light = _u(rng, 0.2, 0.35), _u(rng, 0.5, 0.8)
+    return to_srgb(to_linear(x) * fall * np.array([1 + t, 1, 1 - t], np.float32) * light), {"warm": t, "light": light}
+
 HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("vignette", "tone", vignette, "corners at 35-65% of the light, in linear light"),
     Family("log-profile", "tone", log_profile, "a log curve into blacks 0.06-0.14 and whites 0.78-0.9"),
@@ -710,6 +772,12 @@ HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("screen-copy", "noise", screen_copy, "shrunk to 40-70%, JPEG at quality 45-75, blown up again"),
     Family("hue-shift", "colour", hue_shift, "hues turned by 10-30 degrees, the luma kept"),
     Family("halo-clarity", "overdone", halo_clarity, "local contrast boosted by 0.6-1.4 over 8-20 px"),
+    Family("dust-spots", "noise", dust_spots, "4-11 soft dark spots 3-10 px wide, 20-50% deep"),
+    Family("lens-flare", "tone", lens_flare, "a warm glow of 20-50% of the light over part of the frame, a faint veil"),
+    Family("phone-night", "noise", phone_night, "a quarter to half the light, its noise reduced and sharpened, JPEG"),
+    Family("purple-fringe", "colour", purple_fringe, "purple edges beside the brightest areas"),
+    Family("hdr-look", "overdone", hdr_look, "tones compressed by 40-70%, detail x0.8-1.6, saturation x1.2-1.5"),
+    Family("warm-dim-vignette", "tone", warm_dim_vignette, "warm by 20-35%, 50-80% of the light, dark corners"),
 )}
 
 # combinations draw from these groups, in the order a camera and then a file would make them
