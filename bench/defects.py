@@ -677,21 +677,25 @@ def halo_clarity(x, rng):  # "clarity" overdone: the luminance's local contrast 
 # A fourth probe, written and run once the same session (docs/generalisation.md, "A fourth probe"): what a phone, a lens
 # and an editor do that the probes before did not.
 
+def _blob(shape: tuple[int, ...], cy: float, cx: float, r: float) -> np.ndarray:
+    """A round Gaussian spot of width ``r`` px about (``cy``, ``cx``), 1 at its centre, one plane of ``shape``."""
+    yy, xx = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
+    return np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r))
+
+
 def dust_spots(x, rng):  # dust on the sensor: soft dark spots, in linear light
     h, w = x.shape[:2]
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     out, n = to_linear(x), int(rng.integers(4, 12))
     for _ in range(n):
         cy, cx, r, depth = _u(rng, 0, h), _u(rng, 0, w), _u(rng, 3.0, 10.0), _u(rng, 0.2, 0.5)
-        out = out * (1 - depth * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r)))[..., None]
+        out = out * (1 - depth * _blob(x.shape, cy, cx, r))[..., None]
     return to_srgb(out), {"spots": n}
 
 
 def lens_flare(x, rng):  # a light near the frame: a warm glow over part of it and a faint veil over all, in linear light
     h, w = x.shape[:2]
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     cy, cx, r, a = _u(rng, 0, h), _u(rng, 0, w), _u(rng, 0.1, 0.3) * max(h, w), _u(rng, 0.2, 0.5)
-    glow = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r))[..., None]
+    glow = _blob(x.shape, cy, cx, r)[..., None]
     return to_srgb(to_linear(x) + a * glow * np.array([1.0, 0.9, 0.75], np.float32) + 0.05 * a), {"strength": a}
 
 

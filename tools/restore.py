@@ -609,6 +609,14 @@ def repeats_at_one_phase(lum: np.ndarray, period: float, angle: float) -> bool:
     return all(min((p - peaks[0]) % bins, (peaks[0] - p) % bins) <= 1 for p in peaks)
 
 
+def unless_grid(reading: dict, lum: np.ndarray) -> dict:
+    """A blur reading of ``lum``, or no kernel where it is a line that is a grid's period (``repeats_at_one_phase``);
+    ``grid`` then says the line's length."""
+    if reading["kind"] == "motion" and repeats_at_one_phase(lum, reading["length"], reading["angle"]):
+        return {**reading, "kind": "none", "confidence": 0.0, "grid": reading["length"]}
+    return reading
+
+
 def estimate_blur(lum: np.ndarray, kind: str = "auto") -> dict:
     """The blur of a photo: ``{"kind": "none" | "defocus" | "motion" | "gaussian", "radius": px (defocus),
     "length": px and "angle": degrees counter-clockwise from horizontal (motion; a Gaussian's long axis), "sigma": px
@@ -853,8 +861,8 @@ def _resolve(lum: np.ndarray, kind: str, radius: float, length: float, angle: fl
     if kind == "auto" and sum(sizes.values()) == 1:  # one size given: that family
         kind = next(k for k, v in sizes.items() if v)
     found = estimate_blur(lum, kind)
-    if found["kind"] == "motion" and length <= 0 and repeats_at_one_phase(lum, found["length"], found["angle"]):
-        return {**found, "kind": "none", "confidence": 0.0}  # a grid's period read as a line: no shake to undo
+    if length <= 0:  # a line read, not given: a grid's period is no shake to undo
+        found = unless_grid(found, lum)
     if found["kind"] == "motion":
         found = {**found, "length": length if length > 0 else found["length"],
                  "angle": angle if angle >= 0 else found["angle"]}

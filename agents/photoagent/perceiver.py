@@ -379,13 +379,13 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     or narrower). Where no crop reads a kernel surely, the crops read as one (``pooled_kernel``). ``grid``: the length
     of a line some crop read and dropped as a grid's period, where no other line was trusted (the trace says so)."""
     from ...tools.imageops import luminance
-    from ...tools.restore import blur_of_spectrum, blur_spectrum
+    from ...tools.restore import blur_of_spectrum, blur_spectrum, unless_grid
 
     # each crop's spectrum once: its own reading, the pool's and the agreement with the pool read it
     lums = [luminance(c) for c in crops or () if min(c.shape[:2]) >= 64]
     powers = [blur_spectrum(x) for x in lums]
     # a line that is a grid's period (an upscaled JPEG's blocks) is no shake: that crop reads no kernel
-    found = [_no_grid(blur_of_spectrum(p), x) for p, x in zip(powers, lums)]
+    found = [unless_grid(blur_of_spectrum(p), x) for p, x in zip(powers, lums)]
     if not found:
         return None
     kernel = _kernel_of_readings(found, powers, lums)
@@ -420,15 +420,6 @@ def _kernel_of_readings(found: list[dict], powers: list, lums: list) -> dict:
             return best
         return pooled
     return best
-
-
-def _no_grid(kernel: dict, lum: np.ndarray) -> dict:
-    """A crop's kernel reading, or no kernel where its line is a grid's period (tools/restore.repeats_at_one_phase)."""
-    from ...tools.restore import repeats_at_one_phase
-
-    if kernel["kind"] == "motion" and repeats_at_one_phase(lum, kernel["length"], kernel["angle"]):
-        return {**kernel, "kind": "none", "confidence": 0.0, "grid": kernel["length"]}
-    return kernel
 
 
 def _needed(kernel: Mapping[str, Any]) -> float:
