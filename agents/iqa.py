@@ -204,17 +204,29 @@ def fit_aggd(vec: np.ndarray) -> tuple[float, float, float]:
 
 def fit_aggd_rows(vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``fit_aggd`` on every row of ``vecs`` at once (NIQE fits 5 per block, and the search scores many states)."""
-    neg, pos = np.minimum(vecs, 0.0), np.maximum(vecs, 0.0)  # each side, zeros elsewhere (they add nothing)
-    # a row at a time on a boolean mask: numpy's count along an axis of floats is several times slower
-    n_neg = np.array([np.count_nonzero(row) for row in neg != 0], np.int64)
-    n_pos = np.array([np.count_nonzero(row) for row in pos != 0], np.int64)
-    neg_sq, pos_sq = np.einsum("ij,ij->i", neg, neg), np.einsum("ij,ij->i", pos, pos)
+    n_neg, n_pos = np.empty(len(vecs), np.int64), np.empty(len(vecs), np.int64)
+    neg_sq, pos_sq, neg_sum, pos_sum = (np.empty(len(vecs)) for _ in range(4))
+    # a few rows at a time, about a megabyte: each side's copy is then read again from the cache, not from memory
+    # (three times faster on NIQE's 96 px blocks). Each row's sums are the same either way, but for a piece of one
+    # row, which numpy's einsum sums in another order: a last row on its own joins the piece before it
+    step = max(2, (1 << 20) // max(1, vecs.shape[1] * vecs.itemsize))
+    starts = list(range(0, len(vecs), step))
+    if len(starts) > 1 and len(vecs) - starts[-1] == 1:
+        starts.pop()
+    for at, end in zip(starts, starts[1:] + [len(vecs)]):
+        rows = slice(at, end)
+        neg, pos = np.minimum(vecs[rows], 0.0), np.maximum(vecs[rows], 0.0)  # each side, zeros elsewhere
+        # a row at a time on a boolean mask: numpy's count along an axis of floats is several times slower
+        n_neg[rows] = [np.count_nonzero(row) for row in neg != 0]
+        n_pos[rows] = [np.count_nonzero(row) for row in pos != 0]
+        neg_sq[rows], pos_sq[rows] = np.einsum("ij,ij->i", neg, neg), np.einsum("ij,ij->i", pos, pos)
+        neg_sum[rows], pos_sum[rows] = neg.sum(axis=1), pos.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         left = np.where(n_neg > 0, np.sqrt(neg_sq / np.maximum(n_neg, 1)), np.nan)
         right = np.where(n_pos > 0, np.sqrt(pos_sq / np.maximum(n_pos, 1)), np.nan)
         energy = (neg_sq + pos_sq) / vecs.shape[1]
         gammahat = left / right
-        rhat = ((pos.sum(axis=1) - neg.sum(axis=1)) / vecs.shape[1]) ** 2 / energy
+        rhat = ((pos_sum - neg_sum) / vecs.shape[1]) ** 2 / energy
         rhatnorm = rhat * (gammahat ** 3 + 1) * (gammahat + 1) / (gammahat ** 2 + 1) ** 2
     ok = (energy > 0) & (left > 0) & (right > 0) & np.isfinite(rhatnorm)
     shape = np.full(len(vecs), np.nan)

@@ -172,29 +172,55 @@ def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str
 
 def texture_statistics(crops: list[np.ndarray]) -> dict[str, float]:
     """Noise and sharpness at native resolution, from the texture crops."""
+    return _texture_from([crop_readings(crops)])
+
+
+def crop_readings(crops: list[np.ndarray]) -> dict[str, list]:
+    """What ``texture_statistics`` reads on each crop, in the crops' order (None where a crop gives no reading): the
+    part one thread can read on some crops while another reads the others (``_texture_from`` joins them)."""
     lums = [luminance(c).astype(np.float32) for c in crops]
-    by_size: dict[tuple[int, ...], list[np.ndarray]] = {}  # the crops have one size, except in odd cases
-    for x in lums:
-        by_size.setdefault(x.shape, []).append(x)
-    noise = [s for same in by_size.values() for s in _noise_sigmas(same)]
-    # colour noise on red minus blue, where luminance detail mostly cancels
-    colour = [c for c in crops if c.ndim == 3 and c.shape[2] >= 3]
-    chroma = [_chroma_noise(c) for c in colour if min(c.shape[:2]) >= 3] or [0.0]
-    sharpness = [s for same in by_size.values() for s in _sharpnesses(same)]
-    # the JPEG grid, wherever it falls in each crop; the median, so one busy crop does not decide
+    by_size: dict[tuple[int, ...], list[int]] = {}  # the crops have one size, except in odd cases
+    for i, x in enumerate(lums):
+        by_size.setdefault(x.shape, []).append(i)
+    noise, sharpness = [0.0] * len(lums), [0.0] * len(lums)
+    for same in by_size.values():  # the filters take crops of one size in one call
+        planes = [lums[i] for i in same]
+        for i, sigma, sharp in zip(same, _noise_sigmas(planes), _sharpnesses(planes)):
+            noise[i], sharpness[i] = sigma, sharp
+    colour = [c.ndim == 3 and c.shape[2] >= 3 for c in crops]
+    # the JPEG grid, wherever it falls in each crop
     grids = [grid_measures(x) for x in lums]
-    blocks = [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)]
-    steps = [step for _, step in grids]
-    return {"noise_sigma": float(np.median(noise)), "chroma_noise": float(np.median(chroma)),
-            "chroma_blotches": float(np.median([_chroma_blotches(c) for c in colour] or [0.0])),
+    return {"lum": lums, "noise": noise, "sharpness": sharpness,
+            # colour noise on red minus blue, where luminance detail mostly cancels
+            "chroma": [_chroma_noise(c) if is_colour and min(c.shape[:2]) >= 3 else None
+                       for c, is_colour in zip(crops, colour)],
+            "blotches": [_chroma_blotches(c) if is_colour else None for c, is_colour in zip(crops, colour)],
             # green alone (or the grey): a posterised photo has too few levels in every channel
-            "level_step": float(np.median([level_step(c[:, :, min(1, c.shape[2] - 1)] if c.ndim == 3 else c)
-                                           for c in crops])),
-            "impulses": float(np.mean([impulse_share(x) for x in lums])),
+            "level_step": [level_step(c[:, :, min(1, c.shape[2] - 1)] if c.ndim == 3 else c) for c in crops],
+            "impulses": [impulse_share(x) for x in lums],
+            "blocks": [ratio if min(x.shape) >= 16 else 1.0 for x, (ratio, _) in zip(lums, grids)],
+            "steps": [step for _, step in grids]}
+
+
+def _texture_from(parts: list[dict[str, list]]) -> dict[str, float]:
+    """``texture_statistics`` from ``crop_readings`` of the crops in turn (each part a run of them, in order)."""
+    read = {k: [v for part in parts for v in part[k]] for k in parts[0]}
+    lums = read["lum"]
+    first = {}  # a crop size's first place: the mean of the sharpnesses is summed by size, as the filters read them
+    for i, x in enumerate(lums):
+        first.setdefault(x.shape, i)
+    by_size = sorted(range(len(lums)), key=lambda i: first[lums[i].shape])
+    chroma = [x for x in read["chroma"] if x is not None] or [0.0]
+    blotches = [x for x in read["blotches"] if x is not None] or [0.0]
+    # medians, so one busy crop does not decide
+    return {"noise_sigma": float(np.median(read["noise"])), "chroma_noise": float(np.median(chroma)),
+            "chroma_blotches": float(np.median(blotches)),
+            "level_step": float(np.median(read["level_step"])),
+            "impulses": float(np.mean(read["impulses"])),
             # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
             "banding": banding_sigma(lums),
-            "sharpness": float(np.mean(sharpness)),
-            "blockiness": float(np.median(blocks)), "grid_step": float(np.median(steps))}
+            "sharpness": float(np.mean([read["sharpness"][i] for i in by_size])),
+            "blockiness": float(np.median(read["blocks"])), "grid_step": float(np.median(read["steps"]))}
 
 
 def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, texture: bool = True,
@@ -203,31 +229,39 @@ def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, textu
     """Every raw statistic the components read: tone and colour on the copy, and (``texture``) noise and
     sharpness plus the ``iqa`` scores on the native-resolution crops (``crops``, or four taken from ``img``).
     ``known``: statistics already measured on this same image (the search's perceiver reads them too);
-    ``pool``: a spare thread (``spare_thread``) that texture and BRISQUE run in while the rest runs here (numpy,
-    torch and OpenCV let go of the interpreter in their loops, so two cores share the work). The same values
-    either way."""
+    ``pool``: a spare thread (``spare_thread``) that reads all the texture crops but the last, and BRISQUE, while this
+    one reads the global statistics, the last crop and NIQE (numpy, torch and OpenCV let go of the interpreter in their
+    loops, so two cores share the work; on 192 px crops the shares are about even: some 4 ms a crop, 7 the global
+    statistics, 9 BRISQUE and 10 NIQE). The same values either way."""
     raw = dict(known or {})
     iqa = tuple(k for k in iqa if k not in raw)
     texture = texture and "noise_sigma" not in raw
     if (texture or iqa) and crops is None:
         crops = texture_crops(img)
-    parts: dict[str, Callable[[], dict[str, float]]] = {}  # in the order the statistics are listed
+    here: dict[str, Callable[[], object]] = {}
+    aside: dict[str, Callable[[], object]] = {}
     if "mean_luma" not in raw:
-        parts["global"] = lambda: global_statistics(img, raw.get("fringes"))
+        here["global"] = lambda: global_statistics(img, raw.get("fringes"))
     if texture:
-        parts["texture"] = lambda: texture_statistics(crops)
-    if iqa:
-        for name, score in _iqa_parts(mosaic(crops), iqa, pool).items():
-            parts[name] = lambda name=name, score=score: {name: score()}
-    aside = [k for k in ("texture", "brisque") if k in parts] if pool is not None else []
-    if len(aside) == len(parts):  # nothing left to do here meanwhile
-        aside = []
-    elsewhere = pool.submit(lambda: {k: parts[k]() for k in aside}) if aside else None
-    done = {k: part() for k, part in parts.items() if k not in aside}
+        split = len(crops) - 1 if pool is not None and len(crops) > 1 else 0
+        if split:
+            aside["crops"] = lambda: crop_readings(crops[:split])
+        here["last crops"] = lambda: crop_readings(crops[split:])
+    brisque_aside = pool is not None and "brisque" in iqa and (here or "niqe" in iqa)
+    # NIQE hands its coarse scale to the spare thread only where that has nothing else to do
+    scores = _iqa_parts(mosaic(crops), iqa, pool if not (aside or brisque_aside) else None) if iqa else {}
+    for name, score in scores.items():
+        (aside if name == "brisque" and brisque_aside else here)[name] = score
+    elsewhere = pool.submit(lambda: {k: part() for k, part in aside.items()}) if aside else None
+    done = {k: part() for k, part in here.items()}
     if elsewhere is not None:
         done.update(elsewhere.result())
-    for k in parts:
-        raw.update(done[k])
+    # in the order the statistics are listed: global, texture, then the scores
+    if "global" in done:
+        raw.update(done["global"])
+    if texture:
+        raw.update(_texture_from([done[k] for k in ("crops", "last crops") if k in done]))
+    raw.update({name: done[name] for name in scores})
     raw.update(known or {})  # what the caller knows stands (posterisation read on the photo as it came: photo_levels)
     return raw
 
@@ -357,11 +391,16 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.clip((cov + c3) / (np.sqrt(va * vb) + c3), -1, 1).mean())
 
 
-def quality_readings(img: np.ndarray, crops: list[np.ndarray] | None = None) -> dict[str, float]:
+def quality_readings(img: np.ndarray, crops: list[np.ndarray] | None = None,
+                     pool: Executor | None = None) -> dict[str, float]:
     """BRISQUE and NIQE alone, read as raw_statistics reads them: on the texture crops (``crops``, or four taken from
-    ``img``) side by side."""
+    ``img``) side by side; BRISQUE in ``pool`` (a spare thread) while NIQE is read here, when there is one."""
     parts = _iqa_parts(mosaic(texture_crops(img) if crops is None else crops), CLASSIC_IQA)
-    return {name: score() for name, score in parts.items()}
+    elsewhere = pool.submit(parts["brisque"]) if pool is not None else None
+    done = {name: score() for name, score in parts.items() if elsewhere is None or name != "brisque"}
+    if elsewhere is not None:
+        done["brisque"] = elsewhere.result()
+    return {name: done[name] for name in parts}
 
 
 def mosaic(crops: list[np.ndarray]) -> np.ndarray:

@@ -121,6 +121,25 @@ def test_detail_tools(photos):
     assert np.allclose(vig[h // 2 - 5:h // 2 + 5, w // 2 - 5:w // 2 + 5], img[h // 2 - 5:h // 2 + 5, w // 2 - 5:w // 2 + 5])
 
 
+def test_sharpen_keeps_to_each_pixels_own_neighbourhood():
+    """The halo guard: no pixel leaves its 3x3 neighbourhood's range (borders extended, as scipy's "nearest" reads
+    them) by more than a tenth of that range and 0.004."""
+    from scipy import ndimage
+
+    img = np.zeros((40, 41, 3), np.float32)
+    img[:, 20:] = 0.8  # a hard edge, which an unsharp mask overshoots on both sides
+    img[5, 5] = 0.5  # and a lone dot by the border
+    out = REGISTRY.call("sharpen", img, {"amount": 2.0, "radius": 2.0})[0]
+    lum = lambda x: x @ np.array([0.2126, 0.7152, 0.0722], np.float32)  # noqa: E731
+    before = lum(img)
+    lo = ndimage.minimum_filter(before, 3, mode="nearest")
+    hi = ndimage.maximum_filter(before, 3, mode="nearest")
+    slack = (hi - lo) * 0.1 + 0.004
+    after = lum(out)
+    assert np.all(after >= lo - slack - 1e-5) and np.all(after <= hi + slack + 1e-5)
+    assert after[20, 20] > before[20, 20] + 0.05 and after[20, 19] < before[20, 19] + 1e-6  # it did sharpen the edge
+
+
 def test_geometry_tools_are_exact(photos):
     img = photos["coffee"]  # 400 x 600
     assert REGISTRY.call("crop_aspect", img, {"aspect": "1:1"})[0].shape[:2] == (400, 400)

@@ -96,13 +96,42 @@ def test_statistics_are_the_same_measured_in_two_threads(photos):
 
     from edit_agents.agents.metrics import raw_statistics
 
+    from edit_agents.agents.metrics import quality_readings
+
     img = photos["astronaut"]
     alone = raw_statistics(img)
+    tone = {k: alone[k] for k in ("mean_luma", "white_level", "fringes")}
+    texture = raw_statistics(img, iqa=())
     with ThreadPoolExecutor(1) as pool:
         beside = raw_statistics(img, pool=pool)
+        # the shares as the search asks for them: a state's perception (no scores), a state perceived before (scores
+        # alone), the tone known (the texture crops split between the threads), and the scores on their own
+        split = {"perception": (raw_statistics(img, iqa=(), pool=pool), texture),
+                 "scores": (raw_statistics(img, known=texture, pool=pool), raw_statistics(img, known=texture)),
+                 "tone known": (raw_statistics(img, known=tone, pool=pool), raw_statistics(img, known=tone)),
+                 "quality": (quality_readings(img, pool=pool), quality_readings(img))}
     assert list(beside) == list(alone)  # the same order too (reports list them as measured)
     assert beside == alone
     assert {"brisque", "niqe", "noise_sigma", "mean_luma"} <= set(alone)
+    for name, (two, one) in split.items():
+        assert list(two) == list(one) and two == one, name
+    assert split["quality"][0] == {"brisque": alone["brisque"], "niqe": alone["niqe"]}
+
+
+def test_distribution_fits_read_in_pieces_are_the_whole_fits():
+    """NIQE's fits take a few rows at a time (the cache's size): every row's sums are those of the whole array read at
+    once, to the bit, whatever piece it falls in (here 85 rows: pieces of 14 with one row left over)."""
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(85, 9216)) * rng.uniform(0.1, 2.0, size=(85, 1))
+    rows[3] = 0.0  # flat: no shape
+    rows[5] = np.abs(rows[5])  # one sign only
+    shape, left, right = iqa.fit_aggd_rows(rows)
+    neg, pos = np.minimum(rows, 0.0), np.maximum(rows, 0.0)  # the whole array at once
+    with np.errstate(invalid="ignore", divide="ignore"):
+        assert np.array_equal(left, np.sqrt(np.einsum("ij,ij->i", neg, neg) / (neg < 0).sum(axis=1)), equal_nan=True)
+        assert np.array_equal(right, np.sqrt(np.einsum("ij,ij->i", pos, pos) / (pos > 0).sum(axis=1)), equal_nan=True)
+    assert np.isnan(shape[3]) and np.isnan(shape[5]) and np.isnan(left[5]) and np.isfinite(shape).sum() == 83
+    assert np.allclose([shape[0], left[0], right[0]], iqa.fit_aggd(rows[0]), rtol=1e-12)  # BRISQUE's one-vector fit
 
 
 def test_small_images_get_a_clear_error():

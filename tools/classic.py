@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .imageops import (bilateral_filter, clahe_uint16, gaussian, join_alpha, luminance, on_color, per_plane,
-                       resize as resize_image, sampled_gaussian, scene_light, split_alpha, warp_affine)
+from .imageops import (bilateral_filter, clahe_uint16, gaussian, join_alpha, luminance, maximum_filter, minimum_filter,
+                       on_color, per_plane, resize as resize_image, sampled_gaussian, scene_light, split_alpha,
+                       warp_affine)
 from .spec import Moves, Param, ToolOutput, ToolSpec
 
 
@@ -202,11 +203,8 @@ def sharpen(img, amount=0.5, radius=1.5):
     detail (noise in flat areas) is cored. The colour differences stay as they came: a JPEG keeps colour at half the
     resolution and rounds it coarser than the brightness, and sharpening each channel raised those colour errors
     (docs/generalisation.md, "A sharpen of the brightness")."""
-    from scipy import ndimage
-
     def within_own_range(out, p):  # out clipped in place to p's 3x3 range widened by a tenth of it
-        lo = ndimage.minimum_filter(p, (3, 3), mode="nearest")
-        hi = ndimage.maximum_filter(p, (3, 3), mode="nearest")
+        lo, hi = minimum_filter(p, 3), maximum_filter(p, 3)  # the borders extended
         slack = hi - lo
         slack *= 0.1
         slack += 0.004

@@ -302,7 +302,7 @@ class _Search:
                     return {}
                 key, state = last, State(state.preview, crops, state.scale, state.size)
         if key not in self.readings:
-            self.readings[key] = quality_readings(state.preview, state.crops)
+            self.readings[key] = quality_readings(state.preview, state.crops, self.pool)
         return self.readings[key]
 
     def uct(self, parent: TreeNode, child: TreeNode) -> float:
