@@ -26,7 +26,8 @@ class MCTSPlanner(io.ComfyNode):
             description="Explores sequences of edits with Monte-Carlo tree search on a small preview (UCT selection, "
                         "perceiver expansion, rollouts to depth d, reward backpropagation), then runs the most visited "
                         "edits (and the best rollout's sequence) at full size and keeps the best only if it beats the "
-                        "current photo.",
+                        "current photo. A frame of one flat colour around the photo (a mount, letterbox bars) stays as "
+                        "it came; the photo inside is what it edits.",
             inputs=[
                 io.Image.Input("image", tooltip="The photo(s) to improve; each image of a batch on its own."),
                 TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the search may use (default: classic tools)."),

@@ -383,3 +383,71 @@ def test_rule_brain_serves_the_perceiver_offline_with_a_mood(photos):
     perceiver = BrainPerceiver(RuleBrain(), tools, mood="warm and cosy")
     calls = perceiver.propose({}, 4, tools.names(), image=photos["coffee"])
     assert calls and calls[0].tool == "temperature_tint"
+
+
+def _framed(photo: np.ndarray, top: int, bottom: int, left: int, right: int, colour: float) -> np.ndarray:
+    h, w = photo.shape[:2]
+    out = np.full((h + top + bottom, w + left + right, 3), colour, np.float32)
+    out[top:top + h, left:left + w] = photo
+    return out
+
+
+@pytest.mark.parametrize("frame", [(30, 30, 40, 40, 1.0), (40, 40, 0, 0, 0.0)], ids=["white mount", "letterbox"])
+def test_a_frame_is_no_part_of_the_photo(photos, frame):
+    """A white mount read as the photo's own was blown highlights: the search darkened the coffee on it to a grey
+    mount (ΔE 11). Letterbox bars would read as crushed shadows. The photo inside is searched as it is alone, and
+    the frame put back as it came."""
+    tools = default_registry().subset(categories=["classic"])
+    settings = MCTSSettings(simulations=12, max_steps=2)
+    top, bottom, left, right, colour = frame
+    dim = np.ascontiguousarray(photos["coffee"][::2, ::2] * np.array([0.5, 0.45, 0.35], np.float32))  # dark, warm
+    whole = _framed(dim, top, bottom, left, right, colour)
+    framed = mcts_enhance(whole, tools, settings=settings)
+    alone = mcts_enhance(dim, tools, settings=settings)
+    assert [a.label() for a in framed.actions] == [a.label() for a in alone.actions] and alone.actions
+    inside = (slice(top, whole.shape[0] - bottom), slice(left, whole.shape[1] - right))
+    assert np.array_equal(framed.image[inside], alone.image)
+    mask = np.ones(whole.shape[:2], bool)
+    mask[inside] = False
+    assert np.all(framed.image[mask] == colour)  # the frame as it came
+    assert all(step.shape == whole.shape for step in framed.steps) and np.array_equal(framed.steps[0], whole)
+    note = [s.action for s in framed.trace.steps if "frame of one flat colour" in s.action]
+    assert note and f"{dim.shape[1]}x{dim.shape[0]} px" in note[0]
+    # the greedy loop (PhotoAgent (enhance)) alike
+    greedy, greedy_alone = enhance(whole, tools), enhance(dim, tools)
+    assert [a.label() for a in greedy.actions] == [a.label() for a in greedy_alone.actions] and greedy_alone.actions
+    assert np.array_equal(greedy.image[inside], greedy_alone.image) and np.all(greedy.image[mask] == colour)
+
+
+def test_frames_are_read_on_two_opposite_sides_and_a_sky_is_none(photos):
+    from edit_agents.tools.imageops import uniform_frame
+
+    photo = np.ascontiguousarray(photos["astronaut"][::4, ::4])
+    assert uniform_frame(photo) is None
+    assert uniform_frame(_framed(photo, 5, 7, 3, 9, 1.0)) == (5, 7, 3, 9)
+    assert uniform_frame(_framed(photo, 0, 0, 20, 20, 0.0)) == (0, 0, 20, 20)  # pillarbox bars
+    assert uniform_frame(_framed(photo, 40, 0, 0, 0, 1.0)) is None  # white on one side: a blown sky, a wall
+    assert uniform_frame(np.ones((64, 64, 3), np.float32)) is None  # nothing inside
+    assert uniform_frame(_framed(photo[:10], 30, 30, 0, 0, 1.0)) is None  # under 16 px inside: no photo to read
+
+
+def test_any_pixel_type_is_searched_as_the_photo_and_a_thumbnail_is_left_alone(photos):
+    tools = default_registry().subset(categories=["classic"])
+    settings = MCTSSettings(simulations=12, max_steps=2)
+    dim = np.ascontiguousarray(photos["coffee"][::2, ::2] * np.array([0.5, 0.45, 0.35], np.float32))
+    eight_bit = (dim * 255 + 0.5).astype(np.uint8)
+    as_float = mcts_enhance(eight_bit.astype(np.float32) / 255, tools, settings=settings)
+    as_bytes = mcts_enhance(eight_bit, tools, settings=settings)  # read as 0..255 values before: over-exposed
+    assert [a.label() for a in as_bytes.actions] == [a.label() for a in as_float.actions] and as_float.actions
+    assert as_bytes.image.dtype == np.float32 and np.array_equal(as_bytes.image, as_float.image)
+    tiny = np.ascontiguousarray(dim[:8, :8])
+    small = mcts_enhance(tiny, tools, settings=settings)
+    assert not small.actions and np.array_equal(small.image, tiny)
+    assert any("too small to judge" in s.action for s in small.trace.steps)
+    white = np.ones((64, 96, 3), np.float32)  # a blank canvas: its white was read as blown and darkened to grey
+    blank = mcts_enhance(white, tools, settings=settings)
+    assert not blank.actions and np.array_equal(blank.image, white)
+    assert any("one flat colour" in s.action for s in blank.trace.steps)
+    assert not enhance(tiny, tools).actions and not enhance(white, tools).actions
+    assert [a.label() for a in enhance(eight_bit, tools).actions] == [
+        a.label() for a in enhance(eight_bit.astype(np.float32) / 255, tools).actions]

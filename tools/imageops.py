@@ -37,6 +37,33 @@ def as_image(arr: np.ndarray) -> np.ndarray:
     return np.clip(a.astype(np.float32, copy=False), 0.0, 1.0)  # float32 already: one new array, not two
 
 
+def uniform_frame(img: np.ndarray, tolerance: float = 1.5 / 255, least: float = 0.01
+                  ) -> tuple[int, int, int, int] | None:
+    """The widths (top, bottom, left, right, in px) of a frame of one flat colour around a photo: a border, a mount,
+    letterbox or pillarbox bars, a background the photo was pasted on. Rows and columns count while every pixel of
+    them is within ``tolerance`` of the corner's colour, each channel; a frame needs two opposite sides at least
+    ``least`` of the photo across (and 2 px), and leaves at least 16 px a side inside it. None where there is none,
+    or the whole image is that one colour. A blown sky touches one side only, so it is no frame."""
+    h, w = img.shape[:2]
+    colour = img[0, 0, :3] if img.ndim == 3 else img[0, 0]
+    flat = np.abs(img[..., :3] - colour) <= tolerance if img.ndim == 3 else (np.abs(img - colour) <= tolerance)[..., None]
+    flat = flat.all(axis=2)
+    rows, cols = flat.all(axis=1), flat.all(axis=0)
+    if rows.all():
+        return None
+
+    def run(lines: np.ndarray) -> int:  # how many lines from the start are flat
+        return int(np.argmin(lines)) if not lines.all() else len(lines)
+
+    top, bottom, left, right = run(rows), run(rows[::-1]), run(cols), run(cols[::-1])
+    tall, wide = max(2, round(least * h)), max(2, round(least * w))
+    if not ((top >= tall and bottom >= tall) or (left >= wide and right >= wide)):
+        return None
+    if min(h - top - bottom, w - left - right) < 16:
+        return None
+    return top, bottom, left, right
+
+
 def to_uint8(img: np.ndarray) -> np.ndarray:
     return (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 

@@ -10,12 +10,12 @@ the trace. Bounded: at most max_steps * (candidates + top_k) tool calls.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from ...tools.imageops import resize_longest
+from ...tools.imageops import as_image, resize_longest, uniform_frame
 from ...tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
 from ..loop import attempt_error
@@ -107,6 +107,65 @@ class EnhanceResult:
     trace: Trace = field(default_factory=Trace)
 
 
+# the shortest side a photo can be judged on: its noise, sharpness, JPEG grid and BRISQUE are read on squares of at
+# least 16 px (metrics.texture_boxes), and a thumbnail's few pixels would steer the tone and colour statistics alone
+MIN_JUDGED_SIDE = 16
+FLAT_TOLERANCE = 1.5 / 255  # an image whose values all lie this close together is one flat colour (as frames are read)
+
+Frame = tuple[int, int, int, int]  # top, bottom, left, right, in px
+
+
+def photo_in_frame(image) -> tuple[np.ndarray, np.ndarray, Frame | None]:
+    """(the image as the statistics read it, the photo inside its frame, the frame or None). 8 or 16 bits are read as
+    0..1; a float photo as it comes, in single precision. A frame of one flat colour (a border, letterbox bars, a white
+    background: imageops.uniform_frame) is no part of the photo: read as one, a white mount is blown highlights to
+    darken and black bars crushed shadows."""
+    image = np.asarray(image)
+    image = as_image(image) if image.dtype.kind in "ui" or image.ndim == 2 else image.astype(np.float32, copy=False)
+    frame = uniform_frame(image)
+    if frame is None:
+        return image, image, None
+    top, bottom, left, right = frame
+    return image, np.ascontiguousarray(image[top:image.shape[0] - bottom, left:image.shape[1] - right]), frame
+
+
+def put_back(result, image: np.ndarray, frame: Frame | None):
+    """A loop's ``result`` (its ``image`` and ``steps``) of the photo inside ``frame``, as the whole ``image``: each image
+    put back in the frame as it came."""
+    if frame is None:
+        return result
+    top, bottom, left, right = frame
+    h, w = image.shape[:2]
+
+    def whole(inside: np.ndarray) -> np.ndarray:
+        out = image.copy()
+        out[top:h - bottom, left:w - right] = inside
+        return out
+    return replace(result, image=whole(result.image), steps=[image] + [whole(x) for x in result.steps[1:]])
+
+
+def note_frame(trace: Trace, agent: str, frame: Frame | None, inside: np.ndarray) -> None:
+    if frame is not None:
+        top, bottom, left, right = frame
+        trace.add("perceiver", agent, f"a frame of one flat colour around the photo ({top}, {bottom}, {left} and "
+                                      f"{right} px: top, bottom, left, right) is left as it is; the photo inside it, "
+                                      f"{inside.shape[1]}x{inside.shape[0]} px, is what is read and edited",
+                  round=0, outputs={"frame": {"top": top, "bottom": bottom, "left": left, "right": right}})
+
+
+def not_judged(image: np.ndarray, perceiver, reward) -> str | None:
+    """Why the rule perceiver and the classic reward cannot judge ``image`` (too small, or one flat colour), or None. A
+    brain judging a thumbnail with a reward of its own may."""
+    if not (isinstance(perceiver, RulePerceiver) or isinstance(reward, ClassicReward)):
+        return None
+    if min(image.shape[:2]) < MIN_JUDGED_SIDE:
+        return (f"the photo is {image.shape[1]}x{image.shape[0]} px, too small to judge (noise, blur and the quality "
+                f"scores need at least {MIN_JUDGED_SIDE} px a side)")
+    if float(np.ptp(image[..., :3])) <= FLAT_TOLERANCE:  # a blank canvas: its white read as blown highlights
+        return "the image is one flat colour, nothing in it to enhance"
+    return None
+
+
 def photo_levels(levels: float | None, calls: Iterable[ToolCall]) -> dict[str, float]:
     """Posterisation is read on the photo as it came, not on an edit of it: a tone edit that stretches an 8-bit photo
     spreads its levels apart as posterisation does, and an 8-bit and a 16-bit copy of a photo would then be edited
@@ -179,13 +238,21 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
             on_step: Callable[[int, int, str], None] | None = None,
             agent: str = "photoagent", listener: Callable | None = None) -> EnhanceResult:
     """Run the loop. ``should_stop`` may raise to interrupt; ``on_step(step, total, text)`` reports progress;
-    ``listener`` gets each trace step as it is made."""
+    ``listener`` gets each trace step as it is made. A frame of one flat colour around the photo stays as it came
+    (photo_in_frame)."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
+    whole, image, frame = photo_in_frame(image)
+    return put_back(_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, frame),
+                    whole, frame)
+
+
+def _enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, frame) -> EnhanceResult:
     settings = settings or EnhanceSettings()
     reward = reward or ClassicReward()
     perceiver = perceiver or RulePerceiver()
     trace = Trace(title="PhotoAgent enhance (one-step look-ahead)", listener=listener)
+    note_frame(trace, agent, frame, image)
     original, preview_original = image, resize_longest(image, settings.preview_side)
 
     t0 = time.perf_counter()
@@ -198,7 +265,10 @@ def enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward | None
     states, actions = [image], []
     tried: set[str] = set()  # memory: actions already tried from the current state
     stale = 0
-    for step in range(settings.max_steps):
+    why_not = not_judged(image, perceiver, reward)
+    if why_not:
+        trace.add("loop", agent, f"stop: {why_not}: left as it is", round=0)
+    for step in range(0 if why_not else settings.max_steps):
         if should_stop:
             should_stop()
         if on_step:

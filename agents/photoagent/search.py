@@ -28,8 +28,8 @@ import numpy as np
 from ...tools.imageops import STATISTICS_SIDE, resize, resize_longest, thumbnail_data_url
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
-from .enhance import (as_it_is, failed_call, kept_nothing, model_reading, photo_levels, photo_span, rescore_best,
-                      without_curves)
+from .enhance import (as_it_is, failed_call, kept_nothing, model_reading, not_judged, note_frame, photo_in_frame,
+                      photo_levels, photo_span, put_back, rescore_best, without_curves)
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
 from ..reward import ClassicReward, holds_curves, spare_thread, torch_threads
@@ -521,11 +521,14 @@ def mcts_enhance(image: np.ndarray, tools: ToolRegistry, reward: ClassicReward |
     """Search and apply edits step by step; ``listener`` gets each trace step as it is made."""
     if len(tools) == 0:
         raise ValueError("the toolbox has no tools: connect a Toolbox that allows at least one tool")
+    whole, image, frame = photo_in_frame(image)  # the photo inside a frame of one flat colour, which stays as it came
     with spare_thread() as pool:
-        return _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool)
+        result = _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool,
+                               frame)
+    return put_back(result, whole, frame)
 
 
-def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool):
+def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_step, agent, listener, pool, frame=None):
     s = settings or MCTSSettings()
     reward, perceiver = reward or ClassicReward(), perceiver or RulePerceiver()
     trace = Trace(title=f"PhotoAgent MCTS ({s.simulations} simulations x depth {s.depth} per step)", listener=listener)
@@ -540,8 +543,12 @@ def _mcts_enhance(image, tools, reward, settings, perceiver, should_stop, on_ste
               outputs={"reward": current_score.report()},
               inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__,
                       "scoring_text": getattr(reward, "scoring_text", "")})
+    note_frame(trace, agent, frame, image)
     states, actions, trees, perceptions, stale = [image], [], [], [], 0
-    for step in range(s.max_steps):
+    why_not = not_judged(image, perceiver, reward)
+    if why_not:
+        trace.add("loop", agent, f"stop: {why_not}: left as it is", round=0)
+    for step in range(0 if why_not else s.max_steps):
         if on_step:
             on_step(step, s.max_steps, f"step {step + 1}/{s.max_steps}: searching")
         t = time.perf_counter()
