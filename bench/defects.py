@@ -739,6 +739,63 @@ def warm_dim_vignette(x, rng):  # an old phone indoors: a warm light, too little
     t, light = _u(rng, 0.2, 0.35), _u(rng, 0.5, 0.8)
     return to_srgb(to_linear(x) * fall * np.array([1 + t, 1, 1 - t], np.float32) * light), {"warm": t, "light": light}
 
+# --- a fifth probe (2026-12-02, tenth session): written before any was run, run once as written, then kept apart ---
+
+def backlit(x, rng):  # a subject against the light: the middle of the frame darker than its surround, in linear light
+    h, w = x.shape[:2]
+    depth, r = _u(rng, 0.4, 0.7), _u(rng, 0.2, 0.35) * min(h, w)
+    shade = 1 - depth * _blob(x.shape, _u(rng, 0.4, 0.6) * h, _u(rng, 0.4, 0.6) * w, r)
+    return to_srgb(to_linear(x) * shade[..., None]), {"depth": depth}
+
+
+def old_print(x, rng):  # a faded old print, scanned: toned sepia, its blacks lifted and whites dimmed, a little soft
+    from scipy.ndimage import gaussian_filter
+
+    tone, black, white, soft = _u(rng, 0.4, 0.8), _u(rng, 0.08, 0.18), _u(rng, 0.85, 0.93), _u(rng, 0.5, 1.0)
+    grey = _luma(np.clip(x, 0, 1))
+    toned = (1 - tone) * x + tone * grey * np.array([1.07, 1.0, 0.82], np.float32)
+    out = black + (white - black) * np.clip(toned, 0, 1)
+    return gaussian_filter(out, (soft, soft, 0)), {"tone": tone, "black": black, "white": white, "soft": soft}
+
+
+def phone_oversharpen(x, rng):  # a phone's sharpening, strong, on the brightness, then its JPEG
+    from scipy.ndimage import gaussian_filter
+
+    radius, amount = _u(rng, 1.0, 1.5), _u(rng, 0.8, 1.8)
+    lum = _luma(x)
+    out = x + amount * (lum - gaussian_filter(lum, (radius, radius, 0)))
+    return save_as_jpeg(out, int(rng.integers(80, 93))), {"radius": radius, "amount": amount}
+
+
+def shade_cool(x, rng):  # in the shade of a clear sky: bluish light, and less of it, in linear light
+    t, light = _u(rng, 0.1, 0.25), _u(rng, 0.6, 0.85)
+    return to_srgb(to_linear(x) * np.array([1 - t, 1, 1 + t], np.float32) * light), {"cool": t, "light": light}
+
+
+def scanner_lines(x, rng):  # a scanner's streaks: a few columns, 1-2 px wide, lighter or darker all the way down
+    out, w, n = np.array(x, np.float32), x.shape[1], int(rng.integers(3, 11))
+    for _ in range(n):
+        c, width, offset = int(rng.integers(0, w - 2)), int(rng.integers(1, 3)), _u(rng, 0.03, 0.08) * rng.choice([-1, 1])
+        out[:, c:c + width] += offset
+    return out, {"lines": n}
+
+
+def handheld_dusk(x, rng):  # held by hand at dusk: a short shake, less light, and the sensor's noise, in linear light
+    length, angle, light = _u(rng, 3.0, 7.0), _u(rng, 0.0, 180.0), _u(rng, 0.5, 0.8)
+    lin = to_linear(np.clip(_convolve(x, motion_kernel(length, angle)), 0, 1)) * light
+    lin = lin + rng.normal(0, 1, x.shape).astype(np.float32) * np.sqrt(0.004 * lin + 0.004 ** 2)
+    return to_srgb(lin), {"length": length, "angle": angle, "light": light}
+
+
+def chroma_bleed(x, rng):  # colour at a quarter of the resolution or less, as a video frame or a heavy chroma
+    # subsampling keeps it: the colour differences smoothed over 2-4 px, the brightness kept
+    from scipy.ndimage import gaussian_filter
+
+    spread = _u(rng, 2.0, 4.0)
+    lum = _luma(x)
+    return lum + gaussian_filter(x - lum, (spread, spread, 0)), {"spread": spread}
+
+
 HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("vignette", "tone", vignette, "corners at 35-65% of the light, in linear light"),
     Family("log-profile", "tone", log_profile, "a log curve into blacks 0.06-0.14 and whites 0.78-0.9"),
@@ -782,6 +839,15 @@ HELD_OUT: dict[str, Family] = {f.name: f for f in (
     Family("purple-fringe", "colour", purple_fringe, "purple edges beside the brightest areas"),
     Family("hdr-look", "overdone", hdr_look, "tones compressed by 40-70%, detail x0.8-1.6, saturation x1.2-1.5"),
     Family("warm-dim-vignette", "tone", warm_dim_vignette, "warm by 20-35%, 50-80% of the light, dark corners"),
+    Family("backlit", "tone", backlit, "the middle of the frame at 30-60% of the light, over 20-35% of its size"),
+    Family("old-print", "tone", old_print, "toned sepia by 40-80%, blacks at 0.08-0.18, whites at 0.85-0.93, softened "
+           "0.5-1 px"),
+    Family("phone-oversharpen", "overdone", phone_oversharpen, "brightness sharpened by 0.8-1.8 over 1-1.5 px, JPEG at "
+           "80-92"),
+    Family("shade-cool", "colour", shade_cool, "red and blue 10-25% apart, 60-85% of the light, in linear light"),
+    Family("scanner-lines", "noise", scanner_lines, "3-10 columns 1-2 px wide offset by 0.03-0.08"),
+    Family("handheld-dusk", "blur", handheld_dusk, "a shake of 3-7 px, 50-80% of the light, sensor noise"),
+    Family("chroma-bleed", "blur", chroma_bleed, "the colour differences smoothed over 2-4 px, the brightness kept"),
 )}
 
 # combinations draw from these groups, in the order a camera and then a file would make them
