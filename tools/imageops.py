@@ -37,29 +37,39 @@ def as_image(arr: np.ndarray) -> np.ndarray:
     return np.clip(a.astype(np.float32, copy=False), 0.0, 1.0)  # float32 already: one new array, not two
 
 
-def uniform_frame(img: np.ndarray, tolerance: float = 1.5 / 255, least: float = 0.01
+FLAT_TOLERANCE = 1.5 / 255  # values this close together are one flat colour (a frame, a blank canvas)
+
+
+def uniform_frame(img: np.ndarray, tolerance: float = FLAT_TOLERANCE, least: float = 0.01, inside: int = 16
                   ) -> tuple[int, int, int, int] | None:
     """The widths (top, bottom, left, right, in px) of a frame of one flat colour around a photo: a border, a mount,
     letterbox or pillarbox bars, a background the photo was pasted on. Rows and columns count while every pixel of
     them is within ``tolerance`` of the corner's colour, each channel; a frame needs two opposite sides at least
-    ``least`` of the photo across (and 2 px), and leaves at least 16 px a side inside it. None where there is none,
-    or the whole image is that one colour. A blown sky touches one side only, so it is no frame."""
+    ``least`` of the photo across (and 2 px), and leaves at least ``inside`` px a side within it. None where there is
+    none, or the whole image is that one colour. A blown sky touches one side only, so it is no frame. Line by line
+    from each edge: a photo with no frame costs four lines, and no copy of the image is made."""
     h, w = img.shape[:2]
     colour = img[0, 0, :3] if img.ndim == 3 else img[0, 0]
-    flat = np.abs(img[..., :3] - colour) <= tolerance if img.ndim == 3 else (np.abs(img - colour) <= tolerance)[..., None]
-    flat = flat.all(axis=2)
-    rows, cols = flat.all(axis=1), flat.all(axis=0)
-    if rows.all():
+
+    def run(lines) -> int:  # how many lines from an edge are flat
+        count = 0
+        for line in lines:
+            if not (np.abs(line[..., :3] - colour) <= tolerance if line.ndim == 2 else
+                    np.abs(line - colour) <= tolerance).all():
+                break
+            count += 1
+        return count
+
+    top = run(img[y] for y in range(h))
+    if top == h:
         return None
-
-    def run(lines: np.ndarray) -> int:  # how many lines from the start are flat
-        return int(np.argmin(lines)) if not lines.all() else len(lines)
-
-    top, bottom, left, right = run(rows), run(rows[::-1]), run(cols), run(cols[::-1])
+    bottom = run(img[y] for y in range(h - 1, -1, -1))
+    left = run(img[:, x] for x in range(w))
+    right = run(img[:, x] for x in range(w - 1, -1, -1))
     tall, wide = max(2, round(least * h)), max(2, round(least * w))
     if not ((top >= tall and bottom >= tall) or (left >= wide and right >= wide)):
         return None
-    if min(h - top - bottom, w - left - right) < 16:
+    if min(h - top - bottom, w - left - right) < inside:
         return None
     return top, bottom, left, right
 

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from ...tools.imageops import as_image, resize_longest, uniform_frame
+from ...tools.imageops import FLAT_TOLERANCE, as_image, resize_longest, uniform_frame
 from ...tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
 from ..loop import attempt_error
@@ -110,7 +110,6 @@ class EnhanceResult:
 # the shortest side a photo can be judged on: its noise, sharpness, JPEG grid and BRISQUE are read on squares of at
 # least 16 px (metrics.texture_boxes), and a thumbnail's few pixels would steer the tone and colour statistics alone
 MIN_JUDGED_SIDE = 16
-FLAT_TOLERANCE = 1.5 / 255  # an image whose values all lie this close together is one flat colour (as frames are read)
 
 Frame = tuple[int, int, int, int]  # top, bottom, left, right, in px
 
@@ -122,7 +121,7 @@ def photo_in_frame(image) -> tuple[np.ndarray, np.ndarray, Frame | None]:
     darken and black bars crushed shadows."""
     image = np.asarray(image)
     image = as_image(image) if image.dtype.kind in "ui" or image.ndim == 2 else image.astype(np.float32, copy=False)
-    frame = uniform_frame(image)
+    frame = uniform_frame(image, inside=MIN_JUDGED_SIDE)
     if frame is None:
         return image, image, None
     top, bottom, left, right = frame
