@@ -61,6 +61,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            "darker at the corners", 0.02),
 )}
 CLASSIC_IQA = ("brisque", "niqe")
+GAMUT_CHROMA = 0.25  # gamut_clipped's colourful pixels: their channels this far apart
 
 
 # The dark channel prior (He, Sun and Tang, 2009): in a photo of a scene, almost every patch (15 px in their paper,
@@ -153,6 +154,7 @@ def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str
         "veil": float(np.percentile(dark, 1.0) / max(float(white), 0.05)),
         "clip_bright": float((lum >= 0.99).mean()),
         "colourfulness": _colourfulness(rgb),
+        "gamut_clip": gamut_clipped(rgb),
         # the cast counts only as far as the illuminant estimators agree on it
         "colour_cast": cast * confidence,
         "cast_red": float(log_rb[0]),
@@ -279,6 +281,17 @@ def _colourfulness(rgb: np.ndarray) -> float:
     rg = rgb[..., 0] - rgb[..., 1]
     yb = 0.5 * (rgb[..., 0] + rgb[..., 1]) - rgb[..., 2]
     return float(math.sqrt(rg.var() + yb.var()))
+
+
+def gamut_clipped(rgb: np.ndarray) -> float:
+    """The share of the colourful pixels (channels GAMUT_CHROMA or more apart) with a channel at the file's end (0 or
+    1): saturation raised in display values pushes colours past what the file can hold, while a scene's own vivid
+    colours, photographed or rendered, keep nearly all their channels inside it."""
+    colourful = rgb.max(axis=-1) - rgb.min(axis=-1) > GAMUT_CHROMA
+    if not colourful.any():
+        return 0.0
+    at_end = (rgb.min(axis=-1) <= 1 / 255) | (rgb.max(axis=-1) >= 254 / 255)
+    return float(at_end[colourful].mean())
 
 
 def _sharpnesses(lums: list[np.ndarray]) -> list[float]:

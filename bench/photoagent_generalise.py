@@ -28,13 +28,18 @@ Two of the project's photos are distorted images with no clean original (NO_REFE
 images I03, a heavy blur, and I19, a heavy JPEG): they run with the clean photos, and the report says what each
 method did to them and their BRISQUE and NIQE before and after (lower is better), since nothing says what they were.
 
+--comfy-pictures 8 takes other pictures, which nothing in the project was tuned on: eight of the pictures ComfyUI's
+workflow templates show (photoset.comfy_pictures: mostly generated portraits, products, interiors, landscapes and
+illustrations, what a ComfyUI user has), drawn once, take the photos' place for the defects, and every other one of
+them runs as a clean picture.
+
 --saved-as-jpeg 85 saves every case as a JPEG before any method sees it, as a phone or an editor does: the same defects
 reached another way, which every user's photos are. --saved-as-png rounds every case to 8 bits, as a PNG keeps it:
 the defect space's cases are float arrays, which no file a user loads is, and the rounding alone fills the spectral
 zeros the blur kernels are read from.
 
 Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean | --held-out]
-     [--saved-as-jpeg 85 | --saved-as-png] [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0]
+     [--saved-as-jpeg 85 | --saved-as-png | --comfy-pictures 8] [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0]
      [--detail] [--json PATH]
 """
 from __future__ import annotations
@@ -43,6 +48,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import time
@@ -66,7 +72,7 @@ from photoagent_fidelity import (
     share_of_cores,
     ssim,
 )
-from photoset import CALIBRATION, EVALUATION, load
+from photoset import CALIBRATION, EVALUATION, comfy_pictures, load
 
 # every other photo the project has, run only as a clean photo: must it be left alone too
 OTHER_CLEAN = CALIBRATION + ("retina",)
@@ -74,6 +80,7 @@ OTHER_CLEAN = CALIBRATION + ("retina",)
 # blurred heavily, I19 compressed heavily as a JPEG. Counted as clean photos until 2026-11-27, when a look at them
 # showed it: I19's deblock was counted as a harm. Run beside the clean photos, reported apart.
 NO_REFERENCE = ("I03", "I19")
+COMFY_DRAW = 2026  # the seed of --comfy-pictures' draw: the same pictures every run
 AS_IS = ("clean", "distorted")  # the families run on the photo as it is, compared with itself: no degraded case
 
 METHODS = ("mcts", "autocontrast", "autolevel-gamma", "clahe", "none")
@@ -288,7 +295,8 @@ def report(rows: list[dict], methods: tuple[str, ...], detail: bool = False) -> 
                       f" {st['ssim']:.3f} {st['de']:>5.2f} ")
         print(f"{label:<22}{s['n']:>4}{s['before'][0]:>8.3f}{s['before'][1]:>6.2f}  " + cells)
     for key, title in ((("clean", "clean"), "clean photos"),
-                       (("clean", "other"), "other clean photos (calibration photos, retina)"),
+                       (("clean", "other"), "other clean photos (the calibration photos and the retina; with "
+                                            "--comfy-pictures, the pictures not drawn)"),
                        (("clean", "unchanged"), "cases their defect left unchanged (colour on a black-and-white photo)")):
         clean = summary.get(key)
         if clean:
@@ -364,6 +372,9 @@ def main() -> None:
     ap.add_argument("--saved-as-png", action="store_true",
                     help="save every case (and clean photo) as an 8-bit PNG before any method sees it: rounded to 8 "
                          "bits, as every photo a user loads is (the defect space's cases are float arrays)")
+    ap.add_argument("--comfy-pictures", type=int, default=0, metavar="N",
+                    help="other pictures, never tuned on: N of ComfyUI's template pictures (photoset.comfy_pictures) "
+                         "drawn at random take the photos' place, and every one of them is run as a clean picture")
     ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
                     "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR; the "
                     "fits of bench/results/photoagent_generalise_lofo.txt are in bench/results/lofo_fits)")
@@ -381,6 +392,12 @@ def main() -> None:
     if a.saved_as_png and a.saved_as_jpeg:
         ap.error("--saved-as-png and --saved-as-jpeg: choose one")
     save = -1 if a.saved_as_png else a.saved_as_jpeg
+    if a.comfy_pictures:
+        pictures = sorted(comfy_pictures())
+        if not pictures:
+            ap.error("--comfy-pictures: none of ComfyUI's template packages is installed (make setup installs them)")
+        a.photos = ",".join(random.Random(COMFY_DRAW).sample(pictures, min(a.comfy_pictures, len(pictures))))
+        a.other_clean, a.no_reference = ",".join(p for p in pictures if p not in a.photos.split(",")), ""
     todo = cases([p for p in a.photos.split(",") if p], families, a.per_family, a.first_case)
     if "clean" in families:
         todo += [(p, "clean", 0) for p in a.other_clean.split(",") if p]

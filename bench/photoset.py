@@ -7,6 +7,7 @@ strength; calibration uses three strengths per kind, the benchmark one strength 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -27,7 +28,50 @@ CALIBRATION = ("stereo_motorcycle", "I04", "I08", "immunohistochemistry", "coins
                "gravel", "page")
 
 
+# Pictures no project file was tuned on: the ones ComfyUI's workflow templates show (its template packages, which
+# ComfyUI's requirements install), mostly generated: portraits, products, interiors, landscapes, illustrations. A
+# still, or an animation's first frame; at least MIN_PICTURE px a side; each picture once. Named "comfy:<file>".
+COMFY_PREFIX = "comfy:"
+MIN_PICTURE = 256
+
+
+@lru_cache(maxsize=1)
+def comfy_pictures() -> dict[str, Path]:
+    """ComfyUI's template pictures by name ("comfy:<package>/<file>"), in name order; empty where none is installed."""
+    import hashlib
+    import importlib.util
+
+    from PIL import Image
+
+    out, seen = {}, set()
+    for kind in ("image", "other", "video", "api"):
+        spec = importlib.util.find_spec(f"comfyui_workflow_templates_media_{kind}")
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        folder = Path(next(iter(spec.submodule_search_locations))) / "templates"
+        for path in sorted(folder.glob("*.webp")):
+            with Image.open(path) as im:
+                if min(im.size) < MIN_PICTURE:
+                    continue
+                im.seek(0)
+                first = np.asarray(im.convert("RGB"))
+            digest = hashlib.sha1(first[::8, ::8].tobytes()).hexdigest()  # one template's picture shown by two
+            if digest not in seen:
+                seen.add(digest)
+                out[f"{COMFY_PREFIX}{kind}/{path.name}"] = path
+    return out
+
+
 def load(name: str, max_side: int = MAX_SIDE) -> np.ndarray:
+    if name.startswith(COMFY_PREFIX):
+        from PIL import Image
+
+        pictures = comfy_pictures()
+        if name not in pictures:
+            raise ValueError(f"{name}: no such picture among ComfyUI's templates (installed: {len(pictures)})")
+        with Image.open(pictures[name]) as im:
+            im.seek(0)  # an animation's first frame
+            return resize_longest(as_image(np.asarray(im.convert("RGB"))), max_side)
     if name.startswith("I") and (IQA_DIR / f"{name}.png").exists():
         from PIL import Image
 

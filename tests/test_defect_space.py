@@ -422,7 +422,7 @@ def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(pho
 
 
 def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
-    from edit_agents.agents.photoagent.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL
+    from edit_agents.agents.photoagent.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL, OVER_GAMUT
 
     tools = default_registry()
     for name in ("astronaut", "coffee", "chelsea"):  # astronaut is the most colourful of them, 0.23
@@ -430,12 +430,34 @@ def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
         assert not next(f for f in perceive(img).findings if f.check == "over-saturation").defect, name
         garish = tools.call("saturation", img, {"amount": 1.4})[0]
         seen = perceive(garish)
+        stats = image_statistics(garish)
         assert next(f for f in seen.findings if f.check == "over-saturation").defect == \
-            (image_statistics(garish)["colourfulness"] > OVER_COLOURFUL)
+            (stats["colourfulness"] > OVER_COLOURFUL and stats["gamut_clip"] > OVER_GAMUT)
         assert name != "astronaut" or [a for a in seen.actions if a.tool == "saturation"]
         for action in (a for a in seen.actions if a.tool == "saturation"):
             spread = image_statistics(tools.call("saturation", garish, action.params)[0])["colourfulness"]
             assert min(COLOURFUL_TARGETS) - 0.03 < spread < max(COLOURFUL_TARGETS) + 0.03, (name, action.label())
+
+
+def test_vivid_colours_inside_the_files_range_are_the_scenes(photos):
+    """A picture made vivid (a rendered or graded one) whose colours stay inside 0..1 is left as it is; the same
+    spread reached by raising the saturation past the file's range, clipping channels, is garish and brought back."""
+    from edit_agents.agents.metrics import gamut_clipped
+    from edit_agents.agents.photoagent.perceiver import OVER_COLOURFUL, OVER_GAMUT
+
+    img = np.ascontiguousarray(resize_longest(photos["coffee"], 256)).astype(np.float32)
+    grey = img.mean(axis=2, keepdims=True)
+    # the colours stretched 3x from the grey, rolled off smoothly before either end: nothing reaches 0 or 1
+    vivid = (0.5 + 0.49 * np.tanh((grey - 0.5 + 3.0 * (img - grey)) / 0.49)).astype(np.float32)
+    clipped = np.clip(grey + 3.0 * (img - grey), 0.0, 1.0).astype(np.float32)
+    for picture, garish in ((vivid, False), (clipped, True)):
+        stats = image_statistics(picture)
+        assert stats["colourfulness"] > OVER_COLOURFUL  # vivid past the clean photos either way
+        assert (stats["gamut_clip"] > OVER_GAMUT) == garish, stats["gamut_clip"]
+        seen = perceive(picture)
+        assert next(f for f in seen.findings if f.check == "over-saturation").defect == garish
+        assert bool([a for a in seen.actions if a.tool == "saturation"]) == garish
+    assert gamut_clipped(np.zeros((8, 8, 3), np.float32)) == 0.0  # no colourful pixel: nothing clipped
 
 
 def test_blown_whites_with_a_bright_mean_read_as_over_exposure_even_over_deep_blacks(photos):

@@ -156,3 +156,24 @@ def test_saved_as_jpeg_judges_a_case_against_its_original_and_a_clean_photo_agai
     clean = bench.run_case("chelsea", "clean", 0, 128, ("none", "autocontrast"), jpeg=40)
     assert clean["before"] == (1.0, 0.0) and bench.untouched(clean["after"]["none"])  # the JPEG is what it was given
     assert not bench.untouched(clean["after"]["autocontrast"])
+
+
+def test_comfyuis_template_pictures_are_other_pictures_to_run():
+    """--comfy-pictures: the pictures ComfyUI's workflow templates show (installed with ComfyUI's requirements), each
+    once, an animation by its first frame, read as a photo is; a case is made from one as from a photo."""
+    from photoset import COMFY_PREFIX, MIN_PICTURE, comfy_pictures, load
+
+    pictures = comfy_pictures()
+    assert len(pictures) >= 20, "ComfyUI's template packages are installed with it"
+    firsts = set()
+    for name in list(pictures)[::len(pictures) // 12]:
+        assert name.startswith(COMFY_PREFIX)
+        img = load(name, 256)
+        assert img.dtype == np.float32 and img.ndim == 3 and img.shape[2] == 3 and max(img.shape[:2]) <= 256
+        assert min(img.shape[:2]) >= MIN_PICTURE // 2 and 0.0 <= img.min() and img.max() <= 1.0
+        firsts.add(img.tobytes())
+    assert len(firsts) == len(list(pictures)[::len(pictures) // 12])  # no picture twice
+    row = bench.run_case(next(iter(pictures)), "gamma-bright", 0, 128, ("none",))
+    assert row["before"][0] < 1.0 and row["after"]["none"] == row["before"]
+    with pytest.raises(ValueError, match="no such picture"):
+        load(COMFY_PREFIX + "image/none.webp")
