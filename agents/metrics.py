@@ -15,7 +15,7 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (STATISTICS_SIDE, channel_min, correlate_separable, illuminant_estimate, laplacian,
+from ..tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate, laplacian,
                               luminance, neutral_evidence, per_plane, resize, resize_longest, sampled_gaussian, sobel,
                               to_rgb)
 from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
@@ -149,6 +149,8 @@ def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str
         "rms_contrast": float(lum.std()),
         "black_level": float(black),
         "white_level": float(white),
+        # the brightest colours' brightest channel: a saturated red at full red has a dim luminance but is bright
+        "channel_white": float(np.percentile(channel_max(rgb), 99.5)),
         "clip_dark": float((lum <= 0.01).mean()),
         # the dark channel's floor over the white level: a fade or haze over everything
         "veil": float(np.percentile(dark, 1.0) / max(float(white), 0.05)),
@@ -287,11 +289,12 @@ def gamut_clipped(rgb: np.ndarray) -> float:
     """The share of the colourful pixels (channels GAMUT_CHROMA or more apart) with a channel at the file's end (0 or
     1): saturation raised in display values pushes colours past what the file can hold, while a scene's own vivid
     colours, photographed or rendered, keep nearly all their channels inside it."""
-    colourful = rgb.max(axis=-1) - rgb.min(axis=-1) > GAMUT_CHROMA
-    if not colourful.any():
+    top, bottom = channel_max(rgb), channel_min(rgb)
+    colourful = top - bottom > GAMUT_CHROMA
+    count = np.count_nonzero(colourful)
+    if not count:
         return 0.0
-    at_end = (rgb.min(axis=-1) <= 1 / 255) | (rgb.max(axis=-1) >= 254 / 255)
-    return float(at_end[colourful].mean())
+    return float(np.count_nonzero(((bottom <= 1 / 255) | (top >= 254 / 255)) & colourful) / count)
 
 
 def _sharpnesses(lums: list[np.ndarray]) -> list[float]:

@@ -460,6 +460,36 @@ def test_vivid_colours_inside_the_files_range_are_the_scenes(photos):
     assert gamut_clipped(np.zeros((8, 8, 3), np.float32)) == 0.0  # no colourful pixel: nothing clipped
 
 
+def test_a_picture_in_one_strong_colour_is_neither_dark_nor_a_wrong_balance(photos):
+    """A picture drawn in one saturated colour (red on black) reads dim in luminance and past any cast a camera's white
+    balance makes: it is left as it is. A tungsten lamp under a daylight balance, the largest such error, and a darkened
+    photo are still found."""
+    from defects import to_linear, to_srgb
+
+    from edit_agents.agents.photoagent.perceiver import SCENE_CAST, UNDER_CHANNEL
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    coffee = np.ascontiguousarray(resize_longest(photos["coffee"], 256)).astype(np.float32)
+    lum = coffee.mean(axis=2)
+    red = np.stack([lum, 0.08 * lum, 0.04 * lum], axis=2).astype(np.float32)  # a red monochrome, as on a poster
+    stats = image_statistics(red)
+    assert stats["white_level"] < 0.5 and stats["channel_white"] >= UNDER_CHANNEL and stats["colour_cast"] > SCENE_CAST
+    seen = perceive(red)
+    assert not next(f for f in seen.findings if f.check == "under-exposure").defect
+    cast = next(f for f in seen.findings if f.check == "colour cast")
+    assert not cast.defect and "own colour" in cast.reason
+    assert not {a.tool for a in seen.actions} & {"white_balance", "exposure", "gamma", "auto_levels"}
+    assert mcts_enhance(red, default_registry().subset(categories=["classic"]), Reward()).actions == []
+
+    tungsten = to_srgb(np.clip(to_linear(coffee) * np.array([1.0, 0.448, 0.126]), 0, 1)).astype(np.float32)
+    assert 0.5 < image_statistics(tungsten)["colour_cast"] < SCENE_CAST
+    assert "white_balance" in {a.tool for a in perceive(tungsten).actions}
+    dark = to_srgb(to_linear(coffee) * 0.15).astype(np.float32)
+    assert image_statistics(dark)["channel_white"] < UNDER_CHANNEL
+    assert next(f for f in perceive(dark).findings if f.check == "under-exposure").defect
+
+
 def test_blown_whites_with_a_bright_mean_read_as_over_exposure_even_over_deep_blacks(photos):
     """More light in linear light clips the whites of a photo whose blacks stay deep (the astronaut's space); the
     over-exposure finding used to need lifted blacks. A dark scene with a lamp blown to white is not over-exposed."""

@@ -216,6 +216,14 @@ def channel_min(img: np.ndarray) -> np.ndarray:
     return out
 
 
+def channel_max(img: np.ndarray) -> np.ndarray:
+    """The greatest of each pixel's channels, ``img.max(axis=2)`` to the bit (as channel_min)."""
+    out = img[:, :, 0].copy()
+    for c in range(1, img.shape[2]):
+        np.maximum(out, img[:, :, c], out=out)
+    return out
+
+
 def channel_mean(img: np.ndarray) -> np.ndarray:
     """The mean of each pixel's channels, ``img.mean(axis=2)`` to the bit (the same sum in the same order, then the
     same division), as sums of the planes: for the same reason as channel_min."""

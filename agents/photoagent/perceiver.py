@@ -28,6 +28,9 @@ from ..trace import Trace
 # Clear defects, on raw statistics (sRGB values 0..1): deliberately wide of what good photos show.
 UNDER_WHITE = 0.5  # the brightest 0.5% of pixels stay below this: nothing in the photo is bright
 NIGHT_UNDER_WHITE = 0.45  # the same, for a night or low-key scene, whose highlights may be small
+# ... while the brightest colours' brightest channel (channel_white) stays below this too: a saturated red at full red
+# reads dim in luminance (0.21 of it) but is bright. Darkened photos of the defect space read at most 0.60 there.
+UNDER_CHANNEL = 0.75
 # ... and where an under-exposed photo's whites are taken: the middle of where clean photos' whites sit (0.62 to 1.0
 # over the project's 18 clean photos, median 0.87; half of them at 0.80 or below: the moon, chelsea, the deep field).
 # The top of that range (0.95, until 2026-11-28) overshot every photo whose whites are dim by nature, by up to half.
@@ -41,6 +44,10 @@ OVER_BLACK = 0.08  # ... with the blacks lifted past this, or
 # (chosen on the clipped-highlights and s-curve families, measured on over-gain-linear: docs/generalisation.md)
 OVER_MEAN = 0.55
 CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
+# ... and up to which it can be the camera's: a tungsten lamp photographed under a daylight balance, about the largest
+# white-balance error there is, reads 0.64-0.74 on the project's photos (and the defect space's casts at most 0.37).
+# A cast past this is the picture's own colour: a fire, a sunset, a red- or blue-lit scene, a monochrome tint.
+SCENE_CAST = 1.0
 # A cast is green where log(R/G) and log(B/G) are both negative, the smaller in size at least this share of the larger
 GREEN_SECTOR = math.tan(math.radians(22.5))
 # ... unless at least this share of the midtones is still neutral, and more of them than sit at the cast's colour
@@ -195,9 +202,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     # in the search, under-exposure is read on the photo as it came as well: an edit of the search's own that darkened
     # it (a gamma, an exposure down) must not make it under-exposed, or the search darkens to brighten
     came = stats.get("photo_white_level", white)
-    under = max(white, came) < limit
+    brightest = max(stats.get("channel_white", 0.0), stats.get("photo_channel_white", 0.0))
+    under = max(white, came) < limit and brightest < UNDER_CHANNEL
     why = (f"brightest tones reach {white:.2f}{f' ({came:.2f} in the photo as it came)' if came > white else ''} (limit "
-           f"{limit}{' for a ' + scene + ' scene' if dim_scene else ''})")
+           f"{limit}{' for a ' + scene + ' scene' if dim_scene else ''})"
+           + (f"; but its brightest colours reach {brightest:.2f} in a channel (limit {UNDER_CHANNEL}): bright in "
+              "their own colour" if max(white, came) < limit and brightest >= UNDER_CHANNEL else ""))
     calls = []
     span = white - black
     if under:
@@ -273,11 +283,13 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
         # under a cast of the light no grey surface stays grey: grey areas that did are the evidence that the estimate
         # was pulled by the colour of the things in the photo (orange fruit on a grey table)
         grey_kept = neutral >= NEUTRAL_AREA and neutral > at_cast
-        found = cast > limit and not grey_kept
+        found = limit < cast <= SCENE_CAST and not grey_kept
         why = (f"{direction} cast {cast:.3f} (estimators agree {stats['cast_confidence']:.0%}; limit {limit} for a "
                f"{direction} cast{', the scene is lit warm on purpose' if scene == 'warm light' and not found else ''})"
                + (f"; but {neutral:.0%} of the midtones are still neutral grey (against {at_cast:.0%} at the cast): the "
-                  f"light is not coloured, the things in the photo are" if cast > limit and grey_kept else ""))
+                  f"light is not coloured, the things in the photo are" if cast > limit and grey_kept else "")
+               + (f"; but past {SCENE_CAST}, more than any white balance gets wrong (a tungsten lamp under a daylight "
+                  "balance reads about 0.7): the picture's own colour" if cast > SCENE_CAST else ""))
         calls = []
         if found:
             # keep a trace of the cast when it is warm: light can be warm on purpose

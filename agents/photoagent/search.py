@@ -174,7 +174,8 @@ class _Search:
             root = self.statistics.get(self.root_key)
             if root is not None and key != self.root_key:
                 # how bright the photo came: a state the search darkened itself is no under-exposed photo
-                stats = {**stats, "photo_white_level": root["white_level"]}
+                stats = {**stats, "photo_white_level": root["white_level"],
+                         "photo_channel_white": root.get("channel_white", 0.0)}
             # a plan applies each tool once, at the strength it chose: repeating one on the same path
             # (sharpen after sharpen) only overshoots what one stronger proposal does
             used = self.path_tools.get(key, frozenset())
