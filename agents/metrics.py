@@ -15,9 +15,9 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate, laplacian,
-                              luminance, neutral_evidence, per_plane, resize, resize_longest, sampled_gaussian, sobel,
-                              to_rgb)
+from ..tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
+                              laplacian, luminance, neutral_evidence, per_plane, resize, resize_longest,
+                              sampled_gaussian, sobel, to_rgb)
 from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
                              patch_minimum)
 
@@ -143,20 +143,21 @@ def global_statistics(img: np.ndarray, fringes: float | None = None) -> dict[str
     log_rb, confidence = illuminant_estimate(rgb) if not is_gray else (np.zeros(2), 0.0)
     cast = float(np.linalg.norm(log_rb))
     neutral, at_cast = neutral_evidence(rgb, log_rb) if not is_gray else (0.0, 0.0)
-    dark = patch_minimum(channel_min(rgb), VEIL_PATCH)  # the dark channel
+    top, bottom = channel_max(rgb), channel_min(rgb)  # each pixel's brightest and darkest channel
+    dark = patch_minimum(bottom, VEIL_PATCH)  # the dark channel
     return {
         "mean_luma": float(lum.mean()),
         "rms_contrast": float(lum.std()),
         "black_level": float(black),
         "white_level": float(white),
         # the brightest colours' brightest channel: a saturated red at full red has a dim luminance but is bright
-        "channel_white": float(np.percentile(channel_max(rgb), 99.5)),
+        "channel_white": float(np.percentile(top, 99.5)),
         "clip_dark": float((lum <= 0.01).mean()),
         # the dark channel's floor over the white level: a fade or haze over everything
         "veil": float(np.percentile(dark, 1.0) / max(float(white), 0.05)),
         "clip_bright": float((lum >= 0.99).mean()),
         "colourfulness": _colourfulness(rgb),
-        "gamut_clip": gamut_clipped(rgb),
+        "gamut_clip": gamut_clipped(top, bottom),
         # the cast counts only as far as the illuminant estimators agree on it
         "colour_cast": cast * confidence,
         "cast_red": float(log_rb[0]),
@@ -285,11 +286,11 @@ def _colourfulness(rgb: np.ndarray) -> float:
     return float(math.sqrt(rg.var() + yb.var()))
 
 
-def gamut_clipped(rgb: np.ndarray) -> float:
+def gamut_clipped(top: np.ndarray, bottom: np.ndarray) -> float:
     """The share of the colourful pixels (channels GAMUT_CHROMA or more apart) with a channel at the file's end (0 or
-    1): saturation raised in display values pushes colours past what the file can hold, while a scene's own vivid
-    colours, photographed or rendered, keep nearly all their channels inside it."""
-    top, bottom = channel_max(rgb), channel_min(rgb)
+    1), from each pixel's brightest and darkest channel (imageops.channel_max, channel_min): saturation raised in
+    display values pushes colours past what the file can hold, while a scene's own vivid colours, photographed or
+    rendered, keep nearly all their channels inside it."""
     colourful = top - bottom > GAMUT_CHROMA
     count = np.count_nonzero(colourful)
     if not count:

@@ -39,8 +39,8 @@ the defect space's cases are float arrays, which no file a user loads is, and th
 zeros the blur kernels are read from.
 
 Run: .venv/bin/python bench/photoagent_generalise.py [--photos astronaut,camera] [--families jpeg,clean | --held-out]
-     [--saved-as-jpeg 85 | --saved-as-png | --comfy-pictures 8] [--per-family 2] [--methods mcts,clahe] [--side 512] [--jobs 2] [--seed 0]
-     [--detail] [--json PATH]
+     [--saved-as-jpeg 85 | --saved-as-png | --comfy-pictures 8] [--per-family 2] [--methods mcts,clahe] [--side 512]
+     [--jobs 2] [--seed 0] [--detail] [--json PATH]
 """
 from __future__ import annotations
 

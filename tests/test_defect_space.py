@@ -457,7 +457,8 @@ def test_vivid_colours_inside_the_files_range_are_the_scenes(photos):
         seen = perceive(picture)
         assert next(f for f in seen.findings if f.check == "over-saturation").defect == garish
         assert bool([a for a in seen.actions if a.tool == "saturation"]) == garish
-    assert gamut_clipped(np.zeros((8, 8, 3), np.float32)) == 0.0  # no colourful pixel: nothing clipped
+    flat = np.zeros((8, 8), np.float32)
+    assert gamut_clipped(flat, flat) == 0.0  # no colourful pixel: nothing clipped
 
 
 def test_a_picture_in_one_strong_colour_is_neither_dark_nor_a_wrong_balance(photos):

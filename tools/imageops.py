@@ -207,21 +207,22 @@ def channel_planes(img: np.ndarray) -> list[np.ndarray]:
     return [np.ascontiguousarray(img[:, :, i]) for i in range(img.shape[2])]
 
 
+def _channels_folded(img: np.ndarray, fold: np.ufunc) -> np.ndarray:
+    out = img[:, :, 0].copy()
+    for c in range(1, img.shape[2]):
+        fold(out, img[:, :, c], out=out)
+    return out
+
+
 def channel_min(img: np.ndarray) -> np.ndarray:
     """The least of each pixel's channels, ``img.min(axis=2)`` to the bit: elementwise minima of the planes, where
     numpy's reduction over a short last axis runs pixel by pixel (0.02 against 1.3 ms on a 256 px copy)."""
-    out = img[:, :, 0].copy()
-    for c in range(1, img.shape[2]):
-        np.minimum(out, img[:, :, c], out=out)
-    return out
+    return _channels_folded(img, np.minimum)
 
 
 def channel_max(img: np.ndarray) -> np.ndarray:
     """The greatest of each pixel's channels, ``img.max(axis=2)`` to the bit (as channel_min)."""
-    out = img[:, :, 0].copy()
-    for c in range(1, img.shape[2]):
-        np.maximum(out, img[:, :, c], out=out)
-    return out
+    return _channels_folded(img, np.maximum)
 
 
 def channel_mean(img: np.ndarray) -> np.ndarray:

@@ -203,11 +203,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     # it (a gamma, an exposure down) must not make it under-exposed, or the search darkens to brighten
     came = stats.get("photo_white_level", white)
     brightest = max(stats.get("channel_white", 0.0), stats.get("photo_channel_white", 0.0))
-    under = max(white, came) < limit and brightest < UNDER_CHANNEL
+    dim = max(white, came) < limit
+    under = dim and brightest < UNDER_CHANNEL
     why = (f"brightest tones reach {white:.2f}{f' ({came:.2f} in the photo as it came)' if came > white else ''} (limit "
            f"{limit}{' for a ' + scene + ' scene' if dim_scene else ''})"
            + (f"; but its brightest colours reach {brightest:.2f} in a channel (limit {UNDER_CHANNEL}): bright in "
-              "their own colour" if max(white, came) < limit and brightest >= UNDER_CHANNEL else ""))
+              "their own colour" if dim and not under else ""))
     calls = []
     span = white - black
     if under:
