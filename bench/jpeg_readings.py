@@ -7,8 +7,9 @@ and for the noise families and the families that add colour or contrast by other
 qualities 95 and 85:
 - the readings the perceiver's noise findings gate on (texture_statistics: ``noise_sigma``, ``chroma_noise``,
   ``chroma_blotches``), each family's least, median and greatest over its cases;
-- the same colour blotches read only where the luminance is flattest (half of the 5x5-block windows), a variant
-  that would leave content colour out (not in the pack: measured here only);
+- the same colour blotches read over every 5x5-block window (``every_window_blotches``), as the pack read them until
+  2026-12-02 (since then it reads them in the half of the windows whose luminance is flattest, which leaves the
+  corners where a picture's own colours meet out);
 - BRISQUE of every clean photo (the reward's component falls from 1 at BRISQUE 33 to 0 at 52).
 Nothing here is fitted; a limit that separates the columns would have to hold on every row.
 
@@ -20,14 +21,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import ndimage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import defects  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 
-from edit_agents.agents.metrics import (BLOTCH_LIMIT, BLOTCH_WINDOW, CHROMA_NOISE_LIMIT, colour_spread,  # noqa: E402
+from edit_agents.agents.metrics import (BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, _chroma_blotches,  # noqa: E402
                                         raw_statistics, texture_crops)
 
 CLEAN = CALIBRATION + EVALUATION + ("retina",)
@@ -35,25 +35,17 @@ NOISE = ("gaussian-noise", "poisson-gaussian", "chroma-noise", "correlated-noise
 # families whose colour or contrast the blotch limit was set above (metrics.BLOTCH_LIMIT's comment)
 CONTENT = ("over-saturated", "s-curve", "clipped-highlights", "chromatic-aberration", "temperature")
 QUALITIES = (0, 95, 85)
-READINGS = ("noise_sigma", "chroma_noise", "chroma_blotches", "flat_blotches")
+READINGS = ("noise_sigma", "chroma_noise", "chroma_blotches", "every_window_blotches")
 
 
-def flat_blotches(crop: np.ndarray, share: float = 0.5) -> float:
-    """metrics._chroma_blotches read only in the ``share`` of its windows whose luminance varies least."""
-    spread = colour_spread(crop)
-    if spread is None:
-        return 0.0
-    minor, lum = spread
-    window = BLOTCH_WINDOW
-    cut = (slice(window // 2, lum.shape[0] - window // 2), slice(window // 2, lum.shape[1] - window // 2))
-    lum_var = (ndimage.uniform_filter(lum * lum, window) - ndimage.uniform_filter(lum, window) ** 2)[cut]
-    flat = lum_var <= np.quantile(lum_var, share)
-    return float(np.sqrt(max(float(np.median(minor[flat])), 0.0)))
+def every_window_blotches(crop: np.ndarray) -> float:
+    """metrics._chroma_blotches read over all its windows, the flat and the edged alike."""
+    return _chroma_blotches(crop, flat_share=1.0)
 
 
 def readings(img: np.ndarray, brisque: bool = False) -> dict[str, float]:
     raw = raw_statistics(img, iqa=("brisque",) if brisque else ())
-    raw["flat_blotches"] = float(np.median([flat_blotches(c) for c in texture_crops(img)]))
+    raw["every_window_blotches"] = float(np.median([every_window_blotches(c) for c in texture_crops(img)]))
     return raw
 
 

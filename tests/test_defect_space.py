@@ -461,6 +461,27 @@ def test_vivid_colours_inside_the_files_range_are_the_scenes(photos):
     assert gamut_clipped(flat, flat) == 0.0  # no colourful pixel: nothing clipped
 
 
+def test_a_pale_picture_in_strong_colours_is_no_fade():
+    """A bright rendered landscape: a sky and a meadow in strong colours, no dark thing in it, so its darkest tones sit
+    near the middle, as a fade's do. But each colour reaches black in one channel, which a fade, a contrast cut or a
+    lift takes away from every colour: no low contrast, and no tone edit offered. The same picture faded is found."""
+    from edit_agents.agents.photoagent.perceiver import FADED_FLOOR, LIFTED_BLACK
+
+    yy, xx = np.mgrid[0:256, 0:256] / 255.0
+    sky = np.stack([0.012 + 0 * yy, 0.55 + 0.2 * yy, 0.95 + 0 * yy], axis=2)
+    meadow = np.stack([0.35 + 0.1 * np.sin(xx * 20), 0.85 + 0 * yy, 0.012 + 0.1 * (1 - yy)], axis=2)
+    pale = np.where((yy < 0.5 + 0.1 * np.sin(xx * 6))[..., None], sky, meadow)
+    pale[(yy - 0.2) ** 2 + (xx - 0.75) ** 2 < 0.01] = [0.99, 0.92, 0.2]  # a sun
+    for picture, faded in ((pale.astype(np.float32), False), ((0.7 * pale + 0.3).astype(np.float32), True)):
+        stats = image_statistics(picture)
+        assert stats["black_level"] > LIFTED_BLACK
+        assert (stats["veil"] > FADED_FLOOR) == faded, stats["veil"]
+        seen = perceive(picture)
+        low = next(f for f in seen.findings if f.check == "low contrast")
+        assert low.defect == faded, low.line()
+        assert bool({a.tool for a in seen.actions} & {"levels", "contrast", "gamma"}) == faded, seen.actions
+
+
 def test_a_picture_in_one_strong_colour_is_neither_dark_nor_a_wrong_balance(photos):
     """A picture drawn in one saturated colour (red on black) reads dim in luminance and past any cast a camera's white
     balance makes: it is left as it is. A tungsten lamp under a daylight balance, the largest such error, and a darkened
@@ -671,6 +692,31 @@ def test_a_photos_own_colours_do_not_read_as_blotches(photos):
     edge = np.where((xx > 0.5)[..., None], [0.9, 0.2, 0.1], [0.1, 0.4, 0.8])
     for pattern in (ramp, edge):
         assert _blotches(pattern.astype(np.float32)) < 1e-3
+
+
+def test_a_painted_patterns_colour_corners_are_not_blotches():
+    """A pattern of flat colour patches (painted toys, a patchwork, an illustration): where three colours meet, a
+    neighbourhood's colours spread two ways, and where the patches are small such corners fill more than half of the
+    neighbourhoods. They are edges in luminance too, so the blotches are read where the luminance is flattest: inside
+    the patches, where colour noise would still show. The same pattern with coarse colour noise is still found."""
+    from scipy import ndimage
+
+    from edit_agents.agents.metrics import BLOTCH_LIMIT, _chroma_blotches
+
+    rng = np.random.default_rng(2)
+    side, patches = 384, 180  # about 45 patches in each 192 px texture crop
+    centres = rng.uniform(0, side, (patches, 2))
+    yy, xx = np.mgrid[0:side, 0:side]
+    nearest = np.argmin((yy[..., None] - centres[:, 0]) ** 2 + (xx[..., None] - centres[:, 1]) ** 2, axis=2)
+    pattern = rng.uniform(0.1, 0.9, (patches, 3)).astype(np.float32)[nearest]
+    crops = texture_crops(pattern)
+    assert np.median([_chroma_blotches(c, flat_share=1.0) for c in crops]) > BLOTCH_LIMIT  # read everywhere: a defect
+    finding = next(f for f in perceive(pattern).findings if f.check == "colour blotches")
+    assert not finding.defect and finding.value < BLOTCH_LIMIT / 2, finding.line()
+    # colour noise 4 px coarse, the luminance kept: found in the patches' flat insides
+    cb, cr = (ndimage.zoom(rng.normal(0, 0.03, (side // 4, side // 4)), 4, order=1) for _ in range(2))
+    blotched = np.clip(pattern + np.stack([1.402 * cr, -0.344 * cb - 0.714 * cr, 1.772 * cb], axis=2), 0, 1)
+    assert next(f for f in perceive(blotched.astype(np.float32)).findings if f.check == "colour blotches").defect
 
 
 # --- posterisation: too few levels -----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""bench/jpeg_readings.py's colour blotches read where the luminance is flattest: over every window they are the
-pack's own reading, and they see colour noise, not a grey photo."""
+"""bench/jpeg_readings.py's readings: the colour blotches as the pack reads them (in the flattest half of the
+windows) and over every window (as it read them until 2026-12-02); both see colour noise, not a grey photo."""
 import sys
 from pathlib import Path
 
@@ -23,15 +23,16 @@ def _noisy(img, sigma, seed=0):
     return np.clip(img + noise * np.array([1.0, -0.5, -1.0], np.float32), 0, 1)  # mostly colour
 
 
-def test_over_every_window_the_reading_is_the_packs_own(chelsea):
+def test_both_readings_are_the_packs_own(chelsea):
     for img in (chelsea, _noisy(chelsea, 0.04)):
-        for crop in texture_crops(img):
-            assert readings.flat_blotches(crop, share=1.0) == _chroma_blotches(crop)
+        read = readings.readings(img)
+        crops = texture_crops(img)
+        assert read["chroma_blotches"] == pytest.approx(float(np.median([_chroma_blotches(c) for c in crops])))
+        assert read["every_window_blotches"] == float(np.median([_chroma_blotches(c, flat_share=1.0) for c in crops]))
 
 
-def test_it_sees_colour_noise_and_nothing_in_a_grey_photo(chelsea):
+def test_they_see_colour_noise_and_nothing_in_a_grey_photo(chelsea):
     grey = np.repeat(chelsea.mean(axis=2, keepdims=True), 3, axis=2)
-    assert max(readings.flat_blotches(c) for c in texture_crops(grey)) < 1e-6
-    clean = np.median([readings.flat_blotches(c) for c in texture_crops(chelsea)])
-    noisy = np.median([readings.flat_blotches(c) for c in texture_crops(_noisy(chelsea, 0.08))])
-    assert noisy > 2 * clean
+    for key in ("chroma_blotches", "every_window_blotches"):
+        assert readings.readings(grey)[key] < 1e-6
+        assert readings.readings(_noisy(chelsea, 0.08))[key] > 2 * readings.readings(chelsea)[key]

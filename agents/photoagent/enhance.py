@@ -173,13 +173,17 @@ def photo_levels(levels: float | None, calls: Iterable[ToolCall]) -> dict[str, f
     return {} if levels is None or any(c.tool == "deband" for c in calls) else {"level_step": levels}
 
 
-def photo_span(stats: Mapping[str, float]) -> dict[str, float]:
-    """The tonal span the photo came with (white level - black level), for the perceiver's ``photo_span``: a black
-    point is no fade's undoing on a scene narrow by nature, even once an edit widened it. Empty where the statistics
-    read no tone."""
+def photo_tones(stats: Mapping[str, float]) -> dict[str, float]:
+    """The tones the photo came with, for the perceiver: its span (white level - black level, ``photo_span``: a black
+    point is no fade's undoing on a scene narrow by nature, even once an edit widened it) and its dark channel's floor
+    (``photo_veil``: a pale picture whose strong colours reach black in a channel is no fade, even once a dehaze the
+    search tried took that floor down elsewhere). Empty where the statistics read no tone."""
+    out = {}
     if {"white_level", "black_level"} <= stats.keys():
-        return {"photo_span": stats["white_level"] - stats["black_level"]}
-    return {}
+        out["photo_span"] = stats["white_level"] - stats["black_level"]
+    if "veil" in stats:
+        out["photo_veil"] = stats["veil"]
+    return out
 
 
 def without_curves(tools: ToolRegistry, calls) -> list[ToolCall]:
@@ -258,7 +262,7 @@ def _enhance(image, tools, reward, settings, perceiver, should_stop, on_step, ag
     current, current_score = image, reward.score(image, original)
     start_score = current_score.total
     levels = current_score.raw.get("level_step")  # the photo's own posterisation reading (photo_levels)
-    came = photo_span(current_score.raw)  # its own tonal span, for the perceiver
+    came = photo_tones(current_score.raw)  # its own tonal span and floor, for the perceiver
     trace.add("reward", agent, "score the input", started=t0, scores=current_score.as_dict(), preview=image,
               outputs={"statistics": {k: round(v, 4) for k, v in current_score.raw.items()}})
     states, actions = [image], []

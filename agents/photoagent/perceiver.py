@@ -37,6 +37,11 @@ UNDER_CHANNEL = 0.75
 EXPOSED_WHITE = 0.85
 LIFTED_BLACK = 0.15  # the darkest 0.5% are at least this bright ...
 COMPRESSED_RANGE = 0.7  # ... and the tones span less than this: a washed-out, low-contrast photo
+# ... and, in a colour photo, its darkest patches reach more than this share of the whites in their darkest channel
+# (the veil's reading): a fade, a contrast cut, a lift or glare raises every channel (the defect space's low-contrast
+# cases read 0.06 and up, but over-exposure's, whose own finding answers it); where one channel still reaches black,
+# the darkest things are strong colours (a blue sky, a green lawn) and the picture's pale tones are its style
+FADED_FLOOR = 0.02
 OVER_CLIPPED = 0.03  # this share of pixels blown to white ...
 OVER_BLACK = 0.08  # ... with the blacks lifted past this, or
 # ... the mean above this: over-exposure. Clean photos blow at most 0.7% of their pixels, so the clipped share is
@@ -217,9 +222,16 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
                  + _at("gamma", "gamma", (1 + 0.5 * stops,), why))
     out.append((Finding("under-exposure", white, limit, under, why), calls))
 
-    flat = black > LIFTED_BLACK and (span < COMPRESSED_RANGE or white > 0.97)
+    lifted = black > LIFTED_BLACK and (span < COMPRESSED_RANGE or white > 0.97)
+    # both the photo as it came and this state: a dehaze the search tried takes the floor down, and a desaturation
+    # tried on a fade whose colours were pushed to black brings the floor back up
+    came_floor = max(stats.get("photo_veil", 0.0), stats.get("veil", 1.0))
+    full_colour = not stats.get("is_gray") and came_floor <= FADED_FLOOR
+    flat = lifted and not full_colour
     why = (f"tones span {black:.2f}..{white:.2f} (a defect when the blacks pass {LIFTED_BLACK} and the span is under "
-           f"{COMPRESSED_RANGE} or the whites are at the top)")
+           f"{COMPRESSED_RANGE} or the whites are at the top)"
+           + (f"; but the darkest patches reach black in a channel ({came_floor:.3f} of the whites, limit "
+              f"{FADED_FLOOR}): strong colours, not a fade" if lifted and full_colour else ""))
     calls = []
     if flat:
         gain = min(MAX_STRETCH, 0.9 / max(span, 0.1)) - 1

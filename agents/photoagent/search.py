@@ -29,7 +29,7 @@ from ...tools.imageops import STATISTICS_SIDE, resize, resize_longest, thumbnail
 from ...tools.models import MissingModelError
 from ...tools.spec import ToolRegistry
 from .enhance import (as_it_is, failed_call, kept_nothing, model_reading, not_judged, note_frame, photo_in_frame,
-                      photo_levels, photo_span, put_back, rescore_best, without_curves)
+                      photo_levels, photo_tones, put_back, rescore_best, without_curves)
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
 from ..reward import ClassicReward, holds_curves, spare_thread, torch_threads
@@ -157,7 +157,7 @@ class _Search:
         self.kernel: dict | None = None  # the photo's blur kernel this step, once estimated (photo_kernel)
         self.kernel_known = False
         self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
-        self.span: dict[str, float] | None = None  # the photo's own tonal span (enhance.photo_span), from the same root
+        self.span: dict[str, float] | None = None  # the photo's own tones (enhance.photo_tones), from the same root
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -168,8 +168,8 @@ class _Search:
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
                                                             known=self.carried(key))
-            if key == self.root_key and self.span is None:  # the photo as it came (photo_levels, photo_span)
-                self.levels, self.span = stats.get("level_step"), photo_span(stats)
+            if key == self.root_key and self.span is None:  # the photo as it came (photo_levels, photo_tones)
+                self.levels, self.span = stats.get("level_step"), photo_tones(stats)
             stats = {**stats, **(self.span or {})}
             root = self.statistics.get(self.root_key)
             if root is not None and key != self.root_key:
