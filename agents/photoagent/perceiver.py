@@ -344,9 +344,9 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
                         _at("chroma_denoise", "strength", (0.6, 1.0), why, radius=3.0) if speckled else []))
             # colour noise coarser than a pixel or two hardly shows at the pixels: read on 4x4 blocks, and smoothed
             # over a wider radius
-            why = (f"colour spread two ways at once over 4x4 blocks, sigma {stats.get('chroma_blotches', 0.0):.4f} "
-                   f"(limit {BLOTCH_LIMIT}: colour blotches, which a photo's own colours, lying along one line in "
-                   "each small neighbourhood, do not make)")
+            why = (f"colour spread two ways at once over 4x4 blocks where the tones are flattest, sigma "
+                   f"{stats.get('chroma_blotches', 0.0):.4f} (limit {BLOTCH_LIMIT}: colour blotches, which a photo's "
+                   "own colours, lying along one line in each small neighbourhood, do not make)")
             out.append(_penalised(stats, "blotches", "colour blotches", BLOTCH_LIMIT, why, "chroma_denoise", "radius",
                                   (5.0, 8.0), statistic="chroma_blotches", strength=1.0))
             speckled = speckled or out[-1][0].defect  # a deconvolution or a sharpen would make blotches worse too
