@@ -80,7 +80,7 @@ OTHER_CLEAN = CALIBRATION + ("retina",)
 # blurred heavily, I19 compressed heavily as a JPEG. Counted as clean photos until 2026-11-27, when a look at them
 # showed it: I19's deblock was counted as a harm. Run beside the clean photos, reported apart.
 NO_REFERENCE = ("I03", "I19")
-COMFY_DRAW = 2026  # the seed of --comfy-pictures' draw: the same pictures every run
+COMFY_DRAW = 2026  # the seed of --comfy-pictures' draw by default: the same pictures every run
 AS_IS = ("clean", "distorted")  # the families run on the photo as it is, compared with itself: no degraded case
 
 METHODS = ("mcts", "autocontrast", "autolevel-gamma", "clahe", "none")
@@ -375,6 +375,9 @@ def main() -> None:
     ap.add_argument("--comfy-pictures", type=int, default=0, metavar="N",
                     help="other pictures, never tuned on: N of ComfyUI's template pictures (photoset.comfy_pictures) "
                          "drawn at random take the photos' place, and every one of them is run as a clean picture")
+    ap.add_argument("--comfy-draw", type=int, default=COMFY_DRAW, metavar="SEED",
+                    help=f"the seed of --comfy-pictures' draw (default {COMFY_DRAW}, the pictures the docs' figures are "
+                         "from): another seed draws other pictures, to check a change on pictures it was not looked at on")
     ap.add_argument("--lofo-rewards", metavar="DIR", help="leave-one-family-out: each family's search gets the reward "
                     "fitted without it (DIR/<family>.json from scripts/fit_reward.py --lofo --lofo-dir DIR; the "
                     "fits of bench/results/photoagent_generalise_lofo.txt are in bench/results/lofo_fits)")
@@ -396,7 +399,7 @@ def main() -> None:
         pictures = sorted(comfy_pictures())
         if not pictures:
             ap.error("--comfy-pictures: none of ComfyUI's template packages is installed (make setup installs them)")
-        a.photos = ",".join(random.Random(COMFY_DRAW).sample(pictures, min(a.comfy_pictures, len(pictures))))
+        a.photos = ",".join(random.Random(a.comfy_draw).sample(pictures, min(a.comfy_pictures, len(pictures))))
         a.other_clean, a.no_reference = ",".join(p for p in pictures if p not in a.photos.split(",")), ""
     todo = cases([p for p in a.photos.split(",") if p], families, a.per_family, a.first_case)
     if "clean" in families:
