@@ -225,12 +225,12 @@ def _diagnose(stats: Mapping[str, float], scene: str, blur: Mapping[str, Any] | 
     lifted = black > LIFTED_BLACK and (span < COMPRESSED_RANGE or white > 0.97)
     # both the photo as it came and this state: a dehaze the search tried takes the floor down, and a desaturation
     # tried on a fade whose colours were pushed to black brings the floor back up
-    came_floor = max(stats.get("photo_veil", 0.0), stats.get("veil", 1.0))
-    full_colour = not stats.get("is_gray") and came_floor <= FADED_FLOOR
+    dark_floor = max(stats.get("photo_veil", 0.0), stats.get("veil", 1.0))
+    full_colour = not stats.get("is_gray") and dark_floor <= FADED_FLOOR
     flat = lifted and not full_colour
     why = (f"tones span {black:.2f}..{white:.2f} (a defect when the blacks pass {LIFTED_BLACK} and the span is under "
            f"{COMPRESSED_RANGE} or the whites are at the top)"
-           + (f"; but the darkest patches reach black in a channel ({came_floor:.3f} of the whites, limit "
+           + (f"; but the darkest patches reach black in a channel ({dark_floor:.3f} of the whites, limit "
               f"{FADED_FLOOR}): strong colours, not a fade" if lifted and full_colour else ""))
     calls = []
     if flat:
