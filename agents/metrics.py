@@ -345,19 +345,16 @@ def _chroma_blotches(crop: np.ndarray, flat_share: float = BLOTCH_FLAT_SHARE) ->
     spread = colour_spread(crop)
     if spread is None:
         return 0.0
-    minor, lum = spread
+    minor, lum_var = spread
     if flat_share < 1.0:
-        win = BLOTCH_WINDOW
-        cut = (slice(win // 2, lum.shape[0] - win // 2), slice(win // 2, lum.shape[1] - win // 2))
-        lum_var = (ndimage.uniform_filter(lum * lum, win) - ndimage.uniform_filter(lum, win) ** 2)[cut]
         minor = minor[lum_var <= np.quantile(lum_var, flat_share)]
     return float(math.sqrt(max(float(np.median(minor)), 0.0)))
 
 
 def colour_spread(crop: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``_chroma_blotches``' reading before its median: the smaller spread of the colour differences in each whole
-    5x5-block neighbourhood, and the crop's 4x4-block luminance (whole blocks, before the neighbourhoods are cut); None
-    for a grey crop or one too small for a neighbourhood."""
+    """``_chroma_blotches``' readings of each whole 5x5-block neighbourhood of the crop's 4x4 blocks: the smaller spread
+    of the colour differences, and the variance of the luminance; None for a grey crop or one too small for a
+    neighbourhood."""
     b, win = BLOTCH_BLOCK, BLOTCH_WINDOW
     h, w = crop.shape[0] // b, crop.shape[1] // b
     if crop.ndim < 3 or crop.shape[2] < 3 or min(h, w) < win:
@@ -367,11 +364,12 @@ def colour_spread(crop: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     blocks = sum(rows[:, k::b] for k in range(b)).astype(np.float64) / (b * b)
     lum = luminance(blocks)
     u, v = blocks[..., 0] - lum, blocks[..., 2] - lum
-    local = [ndimage.uniform_filter(x, win) for x in (u, v, u * u, v * v, u * v)]
+    local = [ndimage.uniform_filter(x, win) for x in (u, v, u * u, v * v, u * v, lum, lum * lum)]
     cut = (slice(win // 2, h - win // 2), slice(win // 2, w - win // 2))  # whole neighbourhoods only
-    mu, mv, uu, vv, uv = (x[cut] for x in local)
+    mu, mv, uu, vv, uv, ml, ll = (x[cut] for x in local)
     a, c, cross = uu - mu * mu, vv - mv * mv, uv - mu * mv
-    return (a + c) / 2 - np.sqrt(((a - c) / 2) ** 2 + cross ** 2), lum  # the smaller eigenvalue of each covariance
+    minor = (a + c) / 2 - np.sqrt(((a - c) / 2) ** 2 + cross ** 2)  # the smaller eigenvalue of each covariance
+    return minor, ll - ml * ml
 
 
 def _chroma_noise(crop: np.ndarray) -> float:

@@ -157,7 +157,7 @@ class _Search:
         self.kernel: dict | None = None  # the photo's blur kernel this step, once estimated (photo_kernel)
         self.kernel_known = False
         self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
-        self.span: dict[str, float] | None = None  # the photo's own tones (enhance.photo_tones), from the same root
+        self.tones: dict[str, float] | None = None  # the photo's own tones (enhance.photo_tones), from the same root
 
     def conflicts_of(self, used) -> frozenset[str]:
         names = set(self.tools.names())
@@ -168,9 +168,9 @@ class _Search:
         if key not in self.perceptions:
             stats = self.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
                                                             known=self.carried(key))
-            if key == self.root_key and self.span is None:  # the photo as it came (photo_levels, photo_tones)
-                self.levels, self.span = stats.get("level_step"), photo_tones(stats)
-            stats = {**stats, **(self.span or {})}
+            if key == self.root_key and self.tones is None:  # the photo as it came (photo_levels, photo_tones)
+                self.levels, self.tones = stats.get("level_step"), photo_tones(stats)
+            stats = {**stats, **(self.tones or {})}
             root = self.statistics.get(self.root_key)
             if root is not None and key != self.root_key:
                 # how bright the photo came: a state the search darkened itself is no under-exposed photo
