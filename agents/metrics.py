@@ -61,6 +61,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            "darker at the corners", 0.02),
 )}
 CLASSIC_IQA = ("brisque", "niqe")
+# What a tone or colour curve (ToolSpec.pointwise) moves without making or removing any of it: the no-reference quality
+# scores and the JPEG grid's step (a curve scales the blocks' steps as it scales every other detail). A search state
+# with curves among its edits is read with these of its edits without the curves (Reward.score's held_readings).
+HELD_READINGS = CLASSIC_IQA + ("grid_step",)
 GAMUT_CHROMA = 0.25  # gamut_clipped's colourful pixels: their channels this far apart
 
 
@@ -424,14 +428,17 @@ def structure_similarity(a: np.ndarray, b: np.ndarray) -> float:
 
 def quality_readings(img: np.ndarray, crops: list[np.ndarray] | None = None,
                      pool: Executor | None = None) -> dict[str, float]:
-    """BRISQUE and NIQE alone, read as raw_statistics reads them: on the texture crops (``crops``, or four taken from
-    ``img``) side by side; BRISQUE in ``pool`` (a spare thread) while NIQE is read here, when there is one."""
-    parts = _iqa_parts(mosaic(texture_crops(img) if crops is None else crops), CLASSIC_IQA)
+    """The HELD_READINGS alone, read as raw_statistics reads them, on the texture crops (``crops``, or four taken from
+    ``img``): BRISQUE and NIQE on the crops side by side, BRISQUE in ``pool`` (a spare thread) while NIQE is read here,
+    when there is one; the JPEG grid's step on each crop, their median."""
+    crops = texture_crops(img) if crops is None else crops
+    parts = _iqa_parts(mosaic(crops), CLASSIC_IQA)
     elsewhere = pool.submit(parts["brisque"]) if pool is not None else None
     done = {name: score() for name, score in parts.items() if elsewhere is None or name != "brisque"}
     if elsewhere is not None:
         done["brisque"] = elsewhere.result()
-    return {name: done[name] for name in parts}
+    steps = [grid_measures(luminance(c).astype(np.float32))[1] for c in crops]
+    return {**{name: done[name] for name in parts}, "grid_step": float(np.median(steps))}
 
 
 def mosaic(crops: list[np.ndarray]) -> np.ndarray:

@@ -38,7 +38,7 @@ RESTORATION_CHARGE = 0.25  # RewardConfig.restoration_charge's default: see pres
 # Under this mean luminance (where the rule perceiver reads a night scene) most of a photo's local contrasts are a grey
 # level or two, which BRISQUE's and NIQE's normalisation (the local deviation plus one level) flattens: there the scores
 # read how much of the scene shows, which a tone curve changes for real, so a curve is held to the readings without it
-# (Reward.score's iqa_floor) only in a photo at least this bright
+# (Reward.score's held_readings) only in a photo at least this bright
 DARK_MEAN = 0.15
 
 
@@ -365,16 +365,19 @@ class Reward:
 
     def score(self, img: np.ndarray, original: np.ndarray | None = None, crops: list[np.ndarray] | None = None,
               known: Mapping[str, float] | None = None, pool: Executor | None = None,
-              as_input: np.ndarray | None = None, iqa_floor: Mapping[str, float] | None = None) -> Score:
+              as_input: np.ndarray | None = None, held_readings: Mapping[str, float] | None = None) -> Score:
         """Score ``img``; ``original`` is what the preservation term compares with, ``crops`` the native-resolution
         texture crops when ``img`` is a reduced copy, ``known`` raw statistics already measured on this image and
         these crops, ``pool`` a spare thread (``spare_thread``) for statistics measured beside the others,
         ``as_input`` the photo the edits' restorations say they were given (photoagent.enhance.through_forward_models),
-        which the preservation term reads beside ``img`` (``preserved``), ``iqa_floor`` no-reference quality readings
-        (BRISQUE, NIQE: lower is better) that ``img``'s are held to: those of the photo without the tone and colour
-        curves among the edits (ToolSpec.pointwise). A curve removes none of the distortion they read, yet moves them
-        (scikit-image's clock saved at quality 85: BRISQUE 68, after a contrast boost of a half 55, after a gamma of 0.8
-        64), and the search kept curves on clean photos for that. The learned components read ``scoring_text``."""
+        which the preservation term reads beside ``img`` (``preserved``), ``held_readings`` the readings (metrics.HELD_READINGS)
+        of the photo without the tone and colour curves among the edits (ToolSpec.pointwise), which ``img``'s are held
+        to: its no-reference quality scores (BRISQUE, NIQE: lower is better) no better than those, its JPEG grid step
+        that one. A curve removes none of the distortion the scores read, yet moves them (scikit-image's clock saved at
+        quality 85: BRISQUE 68, after a contrast boost of a half 55, after a gamma of 0.8 64), and the search kept
+        curves on clean photos for that; and it scales a JPEG's block steps as it scales every other detail, so a
+        brightening was charged for the blocks already there and a darkening credited for hiding them. The learned
+        components read ``scoring_text``."""
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         charge = self.config.restoration_charge
@@ -383,9 +386,13 @@ class Reward:
                    or any(k in self.active for k in ("sharpness", "noise") + CLASSIC_IQA))
         raw = raw_statistics(img, crops, texture=texture,
                              iqa=tuple(k for k in CLASSIC_IQA if k in self.active), known=known, pool=pool)
-        for name, floor in (iqa_floor or {}).items():  # no better than without the curves (NaN: flat, unmeasured)
-            if name in raw and math.isfinite(raw[name]) and math.isfinite(floor):
-                raw[name] = max(raw[name], floor)
+        for name, held in (held_readings or {}).items():
+            if name not in raw or not math.isfinite(held):
+                continue
+            if name not in CLASSIC_IQA:  # the grid as it was without the curves
+                raw[name] = held
+            elif math.isfinite(raw[name]):  # no better than without the curves (NaN: flat, unmeasured)
+                raw[name] = max(raw[name], held)
         text = self.scoring_text
         learned = {}
         for name, scorer in self.scorers.items():
@@ -397,7 +404,7 @@ class Reward:
 
     def with_readings(self, score: Score, readings: Mapping[str, float]) -> Score:
         """``score`` with these raw statistics in place of its own (an image's BRISQUE and NIQE as they are, where it
-        was scored held to others: ``iqa_floor``), the rest as it was measured."""
+        was scored held to others: ``held_readings``), the rest as it was measured."""
         learned = {name: score.components[name] for name in self.scorers if name in score.components}
         return self._from_raw({**score.raw, **readings}, learned, "preservation" in score.components)
 

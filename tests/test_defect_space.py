@@ -811,7 +811,7 @@ def test_a_line_read_on_one_crop_alone_is_no_shake(photos):
 def test_a_tone_curve_earns_nothing_from_the_quality_scores_so_a_clean_jpeg_is_left_alone():
     """BRISQUE reads a clean photo saved as a JPEG at 85 as distorted, and a gamma moves the reading; the search kept a
     gamma, a sharpen and a contrast boost on scikit-image's clock for that (SSIM 0.95, Delta E 8 to itself). A tone or
-    colour curve (ToolSpec.pointwise) is held to the readings of the photo without it (Reward.score's iqa_floor)."""
+    colour curve (ToolSpec.pointwise) is held to the readings of the photo without it (Reward.score's held_readings)."""
     from photoset import load
     from defects import save_as_jpeg
 
@@ -824,7 +824,7 @@ def test_a_tone_curve_earns_nothing_from_the_quality_scores_so_a_clean_jpeg_is_l
     assert tools.get("gamma").pointwise and not tools.get("sharpen").pointwise
     curved = tools.call("gamma", photo, {"gamma": 0.8})[0]
     readings = quality_readings(photo)
-    free, held = reward.score(curved, photo), reward.score(curved, photo, iqa_floor=readings)
+    free, held = reward.score(curved, photo), reward.score(curved, photo, held_readings=readings)
     assert free.raw["brisque"] < readings["brisque"] - 1  # the curve moves the reading ...
     assert held.raw["brisque"] == readings["brisque"] and held.total < free.total  # ... and earns nothing for it
     # the score of the photo kept, with its own readings again (what the next step's candidates are compared with)
@@ -888,3 +888,35 @@ def test_a_jpeg_seen_at_another_size_is_no_shake():
         assert min(abs(turn - 90), turn, 180 - turn) < GRID_AXIS, case.label()
         found = estimate_kernel(texture_crops(shaken))
         assert found["kind"] == "motion" and abs(found["length"] - params["length"]) < 1, (case.label(), found)
+
+
+def test_a_curve_neither_hides_nor_magnifies_a_jpeg_grid():
+    """The moon as scikit-image ships it is a JPEG: its 8x8 blocks step by about a grey level. Darkened by a gain, the
+    steps shrink with everything else; brightened back, they grow again, and the reward's grid penalty charged the
+    exposure for the moon's own blocks (grid step 1.94 levels against 1.33 after a gamma), so the search brightened it
+    with a gamma of 1.8 and ended further from the moon (Delta E 21.5 -> 22.4). A tone or colour curve
+    (ToolSpec.pointwise) scales the blocks' steps as it scales every other detail, and neither makes nor removes
+    one: a state with curves among its edits takes the grid reading of its edits without them (Reward.score's
+    held_readings), as it takes no better quality scores than theirs."""
+    from photoset import DEFECTS, degrade, load
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    from edit_agents.agents.metrics import HELD_READINGS, quality_readings
+    from edit_agents.agents.photoagent.search import mcts_enhance
+    from edit_agents.agents.reward import Reward
+
+    moon = load("moon", 512)
+    dark = np.asarray(degrade(moon, "under-exposed", DEFECTS["under-exposed"][2]), np.float32)
+    tools, reward = default_registry().subset(categories=["classic"]), Reward()
+    brighter = tools.call("exposure", dark, {"stops": 1.2})[0]
+    readings = quality_readings(dark)
+    assert "grid_step" in HELD_READINGS and set(readings) == set(HELD_READINGS)
+    free, held = reward.score(brighter, dark), reward.score(brighter, dark, held_readings=readings)
+    assert free.raw["grid_step"] > 1.5 * readings["grid_step"]  # the exposure magnifies the blocks' steps ...
+    assert held.raw["grid_step"] == readings["grid_step"] and held.total > free.total  # ... and is not charged for it
+    result = mcts_enhance(dark, tools, reward)
+
+    def delta_e(a):
+        return float(deltaE_ciede2000(rgb2lab(moon), rgb2lab(np.clip(a, 0, 1))).mean())
+    assert "exposure" in {a.tool for a in result.actions}, result.actions
+    assert delta_e(result.image) < delta_e(dark) - 4.0, [a.label() for a in result.actions]

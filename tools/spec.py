@@ -115,7 +115,7 @@ class ToolSpec:
     # each output pixel is a function of that pixel alone (what the tool measures on the whole photo pinned): a tone or
     # colour curve. A curve removes none of the distortion the no-reference quality scores read (blur, noise, blocks)
     # though it moves them, so PhotoAgent holds a curve's result to the readings of the photo without it
-    # (agents/reward.Reward.score's ``iqa_floor``)
+    # (agents/reward.Reward.score's ``held_readings``)
     pointwise: bool = False
     # tools that would work against this one's result, so a plan does not follow it with them (a sharpen or a
     # deconvolution after a deblock brings the blocks back and reads the lost detail as blur)

@@ -21,7 +21,7 @@ from .perceiver import RulePerceiver
 from ..loop import attempt_error
 from ..records import ToolCall
 from ..reward import ClassicReward, holds_curves
-from ..metrics import CLASSIC_IQA, image_statistics, quality_readings, texture_crops
+from ..metrics import HELD_READINGS, image_statistics, quality_readings, texture_crops
 from ..trace import Trace
 
 
@@ -192,9 +192,10 @@ def without_curves(tools: ToolRegistry, calls) -> list[ToolCall]:
 
 
 def as_it_is(reward: ClassicReward, score, image: np.ndarray):
-    """``score`` of a kept photo (``image``) with the photo's own BRISQUE and NIQE. A step that kept a tone or colour
-    curve was scored held to the readings without it (Reward.score's iqa_floor); the next step's candidates are
-    measured as they are, so the curve's change of the readings must count for them no more than it did for it."""
+    """``score`` of a kept photo (``image``) with the photo's own BRISQUE, NIQE and grid step. A step that kept a tone
+    or colour curve was scored held to the readings without it (Reward.score's held_readings); the next step's
+    candidates are measured as they are, so the curve's change of the readings must count for them no more than it
+    did for it."""
     return reward.with_readings(score, quality_readings(image))
 
 
@@ -206,8 +207,8 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
     original, and return the best as (score, call, image). ``calls`` pairs each call with a label note; ``kept``:
     the edits that made ``current`` from ``original`` (their restorations' models count in the preservation term);
     ``levels``: the photo's own posterisation reading (photo_levels); ``readings``: ``current``'s raw statistics,
-    whose BRISQUE and NIQE a tone or colour curve (ToolSpec.pointwise) is held to (Reward.score's iqa_floor), unless
-    they say it is dark (reward.holds_curves).
+    whose BRISQUE, NIQE and grid step a tone or colour curve (ToolSpec.pointwise) is held to (Reward.score's
+    held_readings), unless they say it is dark (reward.holds_curves).
     A call whose tool fails is said in the trace and is no candidate; None when every call failed."""
     best = None
     for call, note in calls:
@@ -225,7 +226,7 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
                 and holds_curves(readings))
         s = reward.score(out, original, known=photo_levels(levels, (*kept, call)) or None,
                          **model_reading(tools, (*kept, call), out),
-                         **({"iqa_floor": {k: readings[k] for k in CLASSIC_IQA if k in readings}} if held else {}))
+                         **({"held_readings": {k: readings[k] for k in HELD_READINGS if k in readings}} if held else {}))
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
                   inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
@@ -307,7 +308,7 @@ def _enhance(image, tools, reward, settings, perceiver, should_stop, on_step, ag
                 readings = quality_readings(preview)
             s = reward.score(out, preview_original, known=photo_levels(levels, (*actions, call)) or None,
                              **model_reading(tools, (*actions, call), out, scale),
-                             **({"iqa_floor": readings} if held else {}))
+                             **({"held_readings": readings} if held else {}))
             ranked.append((s.total, call))
             trace.add("executor", agent, f"preview {call.label()}", started=t, round=step,
                       inputs={"tool": call.tool, "params": params, "rationale": call.rationale},

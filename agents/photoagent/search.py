@@ -33,7 +33,7 @@ from .enhance import (as_it_is, failed_call, kept_nothing, model_reading, not_ju
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
 from ..reward import ClassicReward, holds_curves, spare_thread, torch_threads
-from ..metrics import CLASSIC_IQA, image_statistics, quality_readings, texture_boxes, texture_crops
+from ..metrics import HELD_READINGS, image_statistics, quality_readings, texture_boxes, texture_crops
 from ..trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")
@@ -268,15 +268,15 @@ class _Search:
                     and holds_curves(self.statistics.get(self.root_key, {})))
             score = self.reward.score(state.preview, self.original, crops=state.crops,
                                       known=self.statistics.get(key) or self.carried(key), **seen, **self.reward_pool,
-                                      **({"iqa_floor": self.readings_without(uncurved)} if held else {}))
+                                      **({"held_readings": self.readings_without(uncurved)} if held else {}))
             if not held:  # its quality readings are its own: a state with curves among its edits is held to them
-                self.readings[key] = {k: score.raw[k] for k in CLASSIC_IQA if k in score.raw}
+                self.readings[key] = {k: score.raw[k] for k in HELD_READINGS if k in score.raw}
             self.scores[key] = score.total
         return self.scores[key]
 
     def readings_without(self, calls: list[ToolCall]) -> dict[str, float]:
         """The no-reference quality readings of the state that ``calls`` (a path's edits without its tone and colour
-        curves) lead to from this step's root: what a state with the curves is held to (Reward.score's iqa_floor).
+        curves) lead to from this step's root: what a state with the curves is held to (Reward.score's held_readings).
         They are read on the texture crops alone, so a state the search has not made needs only its crops: the last
         edit is made to them, with what the tool measures read on the state before, as the search makes a state."""
         key, state = self.root_key, self.root_state
@@ -424,7 +424,7 @@ def rescore_sequence(tools: ToolRegistry, reward: ClassicReward, calls: list[Too
     held = isinstance(reward, ClassicReward) and len(uncurved) < len(calls) and holds_curves(readings or {})
     s = reward.score(out, original, known=photo_levels(levels, (*kept, *calls)) or None,
                      **model_reading(tools, (*kept, *calls), out),
-                     **({"iqa_floor": readings_after(tools, current, uncurved)} if held else {}))
+                     **({"held_readings": readings_after(tools, current, uncurved)} if held else {}))
     trace.add("reward", agent, f"full-resolution sequence {' -> '.join(c.label() for c in calls)} (the search's best "
                                "rollout)", started=t, round=step, inputs={"sequence": [c.as_dict() for c in calls]},
               scores=s.as_dict(), preview=out)
