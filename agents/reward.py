@@ -370,14 +370,14 @@ class Reward:
         texture crops when ``img`` is a reduced copy, ``known`` raw statistics already measured on this image and
         these crops, ``pool`` a spare thread (``spare_thread``) for statistics measured beside the others,
         ``as_input`` the photo the edits' restorations say they were given (photoagent.enhance.through_forward_models),
-        which the preservation term reads beside ``img`` (``preserved``), ``held_readings`` the readings (metrics.HELD_READINGS)
-        of the photo without the tone and colour curves among the edits (ToolSpec.pointwise), which ``img``'s are held
-        to: its no-reference quality scores (BRISQUE, NIQE: lower is better) no better than those, its JPEG grid step
-        that one. A curve removes none of the distortion the scores read, yet moves them (scikit-image's clock saved at
-        quality 85: BRISQUE 68, after a contrast boost of a half 55, after a gamma of 0.8 64), and the search kept
-        curves on clean photos for that; and it scales a JPEG's block steps as it scales every other detail, so a
-        brightening was charged for the blocks already there and a darkening credited for hiding them. The learned
-        components read ``scoring_text``."""
+        which the preservation term reads beside ``img`` (``preserved``), ``held_readings`` the readings
+        (metrics.HELD_READINGS) of the photo without the tone and colour curves among the edits (ToolSpec.pointwise),
+        which ``img``'s are held to: its no-reference quality scores (BRISQUE, NIQE: lower is better) no better than
+        those, its JPEG grid step that one. A curve removes none of the distortion the scores read, yet moves them
+        (scikit-image's clock saved at quality 85: BRISQUE 68, after a contrast boost of a half 55, after a gamma of 0.8
+        64), and the search kept curves on clean photos for that; and it scales a JPEG's block steps as it scales every
+        other detail, so a brightening was charged for the blocks already there and a darkening credited for hiding
+        them. The learned components read ``scoring_text``."""
         preserve = original is not None and self.preservation > 0
         # the preservation term needs nothing else measured: it goes to the spare thread first
         charge = self.config.restoration_charge

@@ -160,7 +160,8 @@ PINNED = {"dehaze": {"airlight": [0.9, 0.9, 0.95], "veil": [0.2, 0.2, 0.2]}}
 def test_a_tool_marked_pointwise_treats_each_pixel_on_its_own(registry, photos):
     """A tool marked pointwise (a tone or colour curve, with what it measures on the whole photo pinned) gives a pixel
     the same result wherever it stands: it commutes with a shuffle of the pixels. PhotoAgent holds such a curve to the
-    quality readings of the photo without it (Reward.score's held_readings), so the flag must not be set on a local edit."""
+    quality readings of the photo without it (Reward.score's held_readings), so the flag must not be set on a local
+    edit."""
     img = resize_longest(photos["astronaut"], 96)
     h, w, c = img.shape
     order = np.random.default_rng(0).permutation(h * w)

@@ -224,9 +224,10 @@ def rescore_best(tools: ToolRegistry, reward: ClassicReward, calls: list[tuple[T
             continue
         held = (readings is not None and isinstance(reward, ClassicReward) and tools.get(call.tool).pointwise
                 and holds_curves(readings))
+        # only a ClassicReward takes held readings (a reward of the user's own may not)
+        held_readings = {"held_readings": {k: readings[k] for k in HELD_READINGS if k in readings}} if held else {}
         s = reward.score(out, original, known=photo_levels(levels, (*kept, call)) or None,
-                         **model_reading(tools, (*kept, call), out),
-                         **({"held_readings": {k: readings[k] for k in HELD_READINGS if k in readings}} if held else {}))
+                         **model_reading(tools, (*kept, call), out), **held_readings)
         trace.add("reward", agent, f"full-resolution {call.label()}{note}", started=t, round=step,
                   inputs={"tool": call.tool, "params": params}, scores=s.as_dict(), preview=out)
         if best is None or s.total > best[0].total:
