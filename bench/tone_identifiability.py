@@ -8,17 +8,25 @@ case and leave that clean photo alone. Brightened cases are judged the same way 
 upper bound on what the offline perceiver can reach on these families without harming a clean photo; it
 says nothing about rules that read more than the global tone (local evidence, a vision model).
 
-    python bench/tone_identifiability.py   # about 20 s
+    python bench/tone_identifiability.py                    # about 20 s
+    python bench/tone_identifiability.py --comfy-pictures   # ComfyUI's template pictures counted as clean too
+
+With ``--comfy-pictures`` the clean pictures include every picture ComfyUI's workflow templates show
+(photoset.comfy_pictures: generated portraits, products, night scenes, 3D renders, control maps), which nothing in the
+project was tuned on: a rule on the global tone has to spare those as well.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import defects  # noqa: E402
-from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
+from photoset import CALIBRATION, EVALUATION, comfy_pictures, load  # noqa: E402
 
 from edit_agents.agents.metrics import global_statistics  # noqa: E402
 
@@ -40,27 +48,58 @@ def dominated(case: tuple[float, float], own: str, clean: dict[str, tuple[float,
     return [p for p, (w, m) in clean.items() if p != own and w >= case[0] and m >= case[1]]
 
 
-def main(per_family: int = 2) -> None:
+def main(per_family: int = 2, comfy: bool = False) -> None:
     clean = {p: tone(load(p)) for p in CLEAN}
     print(f"clean photos ({len(clean)}): " + ", ".join(f"{p} w{w:.2f} m{m:.2f}" for p, (w, m) in clean.items()))
-    print(f"\n{'family':<24}{'cases':>6}{'dominated':>11}   by (most often)")
-    total = hidden = 0
+    others = {p: tone(load(p)) for p in comfy_pictures()} if comfy else {}
+    if comfy:
+        if not others:
+            raise SystemExit("--comfy-pictures: none of ComfyUI's template packages is installed "
+                             "(make setup installs them)")
+        print(f"and ComfyUI's template pictures ({len(others)}) as clean too, in the last columns: the cases "
+              "dominated, and how many of those pictures a rule fixing a case must edit too (median over the cases, "
+              "lower quartile)")
+    wider = {**clean, **others}
+    print(f"\n{'family':<24}{'cases':>6}{'dominated':>11}   by (most often)"
+          + (f"{'':<44}{'with ComfyUI':>14}{'edits':>8}{'q25':>6}   by (most often)" if comfy else ""))
+    total = hidden = hidden_wider = 0
     for family in DARKER + BRIGHTER:
         counts: dict[str, int] = {}
-        n = k = 0
+        counts_wider: dict[str, int] = {}
+        n = k = k_wider = 0
+        spared: list[int] = []  # per case: how many of ComfyUI's pictures a rule fixing it must edit too
         for photo in EVALUATION:
             for index in range(per_family):
                 img, _ = defects.make(load(photo), photo, family, index)
-                by = dominated(tone(img), photo, clean, family in DARKER)
+                case = tone(img)
+                by = dominated(case, photo, clean, family in DARKER)
                 n += 1
                 k += bool(by)
                 for p in by:
                     counts[p] = counts.get(p, 0) + 1
-        total, hidden = total + n, hidden + k
+                if comfy:
+                    by_wider = dominated(case, photo, wider, family in DARKER)
+                    k_wider += bool(by_wider)
+                    spared.append(sum(p in others for p in by_wider))
+                    for p in by_wider:
+                        counts_wider[p] = counts_wider.get(p, 0) + 1
+        total, hidden, hidden_wider = total + n, hidden + k, hidden_wider + k_wider
         top = ", ".join(p for p, _ in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
-        print(f"{family:<24}{n:>6}{k:>8} ({100 * k / n:.0f}%)   {top}")
-    print(f"{'all':<24}{total:>6}{hidden:>8} ({100 * hidden / total:.0f}%)")
+        line = f"{family:<24}{n:>6}{k:>8} ({100 * k / n:.0f}%)   {top}"
+        if comfy:
+            top_wider = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".webp")
+                                  for p, _ in sorted(counts_wider.items(), key=lambda kv: -kv[1])[:2])
+            line = (f"{line:<88}{k_wider:>6} ({100 * k_wider / n:.0f}%){int(np.median(spared)):>8}"
+                    f"{int(np.percentile(spared, 25)):>6}   {top_wider}")
+        print(line)
+    last = f"{'all':<24}{total:>6}{hidden:>8} ({100 * hidden / total:.0f}%)"
+    print(f"{last:<88}{hidden_wider:>6} ({100 * hidden_wider / total:.0f}%)" if comfy else last)
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (default 2)")
+    ap.add_argument("--comfy-pictures", action="store_true",
+                    help="count ComfyUI's template pictures as clean too (photoset.comfy_pictures)")
+    a = ap.parse_args()
+    main(a.per_family, a.comfy_pictures)

@@ -146,6 +146,30 @@ def test_a_darkened_case_is_dominated_only_by_another_photo_darker_on_both_count
     assert tone == pytest.approx((0.5, 0.5), abs=1e-3)
 
 
+def test_other_pictures_counted_as_clean_dominate_what_the_project_photos_do_not(monkeypatch, capsys):
+    """--comfy-pictures counts other pictures as clean too: a dark one (a control map on black) dominates a darkened
+    case that the project's photos leave free, and the line says how many such pictures a fix would edit."""
+    import tone_identifiability as ident
+
+    real_load = ident.load
+    dark = np.full((64, 64, 3), 0.02, np.float32)
+    dark[:2, :2] = 0.3  # whites at 0.3: below every darkened case
+    picture = "comfy:other/control_map.webp"
+    monkeypatch.setattr(ident, "load", lambda name, *a: dark if name == picture else real_load(name))
+    monkeypatch.setattr(ident, "comfy_pictures", lambda: {picture: None})
+    monkeypatch.setattr(ident, "EVALUATION", ("camera",))
+    monkeypatch.setattr(ident, "CLEAN", ("camera", "astronaut"))
+    monkeypatch.setattr(ident, "DARKER", ("gain-linear",))
+    monkeypatch.setattr(ident, "BRIGHTER", ())
+    ident.main(1, comfy=False)
+    alone = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("gain-linear"))
+    assert alone.split()[1:3] == ["1", "0"]  # the astronaut is brighter: nothing the project has is darker
+    ident.main(1, comfy=True)
+    wider = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("gain-linear"))
+    assert "1 (100%)" in wider
+    assert wider.split()[-3:] == ["1", "1", "control_map"]  # one picture edited by the fix (median, lower quartile)
+
+
 def test_saved_as_jpeg_judges_a_case_against_its_original_and_a_clean_photo_against_its_jpeg():
     lossless = bench.run_case("chelsea", "gamma-bright", 0, 128, ("none", "autocontrast"))
     saved = bench.run_case("chelsea", "gamma-bright", 0, 128, ("none", "autocontrast"), jpeg=40)
