@@ -170,6 +170,26 @@ def test_other_pictures_counted_as_clean_dominate_what_the_project_photos_do_not
     assert wider.split()[-3:] == ["1", "1", "control_map"]  # one picture edited by the fix (median, lower quartile)
 
 
+def test_a_cast_is_dominated_only_by_a_stronger_cast_the_same_way():
+    import colour_identifiability as ident
+
+    def reading(red=0.0, blue=0.0, colourfulness=0.1, gamut_clip=0.0, gray=0.0):
+        return {"red": red, "blue": blue, "colourfulness": colourfulness, "gamut_clip": gamut_clip, "gray": gray}
+
+    clean = {"tungsten": reading(0.3, -0.3), "forest": reading(-0.1, -0.1), "grey": reading(0.5, -0.5, gray=1.0),
+             "muted": reading(colourfulness=0.03), "vivid": reading(colourfulness=0.4, gamut_clip=0.5)}
+    warm = reading(0.1, -0.1)
+    assert ident.dominated(warm, "x", clean, "temperature") == ["tungsten"]  # stronger and the same way
+    assert ident.dominated(warm, "tungsten", clean, "temperature") == []  # never its own original
+    assert ident.dominated(reading(0.1, 0.1), "x", clean, "tint") == []  # magenta: no clean photo leans that way
+    assert ident.dominated(reading(-0.2, -0.2), "x", clean, "tint") == []  # greener than the forest: a rule can tell
+    assert ident.dominated(reading(colourfulness=0.05), "x", clean, "washed-colour") == ["muted"]
+    assert ident.dominated(reading(colourfulness=0.3, gamut_clip=0.4), "x", clean, "over-saturated") == ["vivid"]
+    assert ident.dominated(reading(colourfulness=0.3, gamut_clip=0.6), "x", clean, "over-saturated") == []
+    img = np.full((16, 16, 3), 0.5, np.float32)
+    assert ident.colour(img)["gray"] == 1.0
+
+
 def test_saved_as_jpeg_judges_a_case_against_its_original_and_a_clean_photo_against_its_jpeg():
     lossless = bench.run_case("chelsea", "gamma-bright", 0, 128, ("none", "autocontrast"))
     saved = bench.run_case("chelsea", "gamma-bright", 0, 128, ("none", "autocontrast"), jpeg=40)

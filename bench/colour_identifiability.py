@@ -1,0 +1,120 @@
+"""How many colour cases can a rule on global colour statistics tell from a clean photo?
+
+The colour counterpart of bench/tone_identifiability.py. A rule that reads the photo's global colour (the cast of
+its light, as the rule perceiver and the reward do, and how colourful it is) and corrects a photo because it reads a
+cast must also correct every photo that reads a stronger cast the same way. So a cast case is *dominated* when some
+clean photo (not the case's own original) reads a cast within 22.5 degrees of the case's (in log(R/G), log(B/G),
+weighted by how far the estimators agree, as `colour_cast` is) and at least as strong. A washed-out colour case is
+dominated by a clean photo no more colourful; an over-saturated one by a clean photo at least as colourful and with at
+least as many of its colourful pixels clipped (the perceiver's two readings). A case whose colour reading is that of a
+black-and-white photo (no colour to read) is left out, as the defect space leaves it out. The figure bounds what the
+offline perceiver can reach on these families without editing a clean picture; it says nothing of rules that read
+more than the global colour (a grey card, a vision model).
+
+    python bench/colour_identifiability.py                    # about 20 s
+    python bench/colour_identifiability.py --comfy-pictures   # ComfyUI's template pictures counted as clean too
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import defects  # noqa: E402
+from photoset import CALIBRATION, EVALUATION, comfy_pictures, load  # noqa: E402
+
+from edit_agents.agents.metrics import global_statistics  # noqa: E402
+
+CLEAN = EVALUATION + CALIBRATION + ("retina",)
+CASTS = ("temperature", "tint", "channel-gains")
+PALER = ("washed-colour",)
+GARISH = ("over-saturated",)
+SECTOR = math.radians(22.5)  # casts this close in hue count as the same way (the perceiver's eight hues)
+
+
+def colour(img) -> dict[str, float]:
+    stats = global_statistics(img)
+    confidence = stats["cast_confidence"]
+    return {"red": stats["cast_red"] * confidence, "blue": stats["cast_blue"] * confidence,
+            "colourfulness": stats["colourfulness"], "gamut_clip": stats["gamut_clip"],
+            "gray": float(stats["is_gray"])}
+
+
+def _same_way(a: dict, b: dict) -> bool:
+    angle = abs(math.atan2(a["blue"], a["red"]) - math.atan2(b["blue"], b["red"]))
+    return min(angle, 2 * math.pi - angle) <= SECTOR
+
+
+def _strength(c: dict) -> float:
+    return math.hypot(c["red"], c["blue"])
+
+
+def dominated(case: dict, own: str, clean: dict[str, dict], family: str) -> list[str]:
+    """The clean photos (not ``own``) a monotone rule on the global colour could not spare while fixing ``case``."""
+    others = {p: c for p, c in clean.items() if p != own and not c["gray"]}
+    if family in CASTS:
+        return [p for p, c in others.items() if _strength(c) >= _strength(case) and _same_way(c, case)]
+    if family in PALER:
+        return [p for p, c in others.items() if c["colourfulness"] <= case["colourfulness"]]
+    return [p for p, c in others.items()
+            if c["colourfulness"] >= case["colourfulness"] and c["gamut_clip"] >= case["gamut_clip"]]
+
+
+def main(per_family: int = 2, comfy: bool = False) -> None:
+    clean = {p: colour(load(p)) for p in CLEAN}
+    print(f"clean photos ({len(clean)}, {sum(1 for c in clean.values() if c['gray'])} black-and-white): "
+          + ", ".join(f"{p} cast {_strength(c):.3f} colour {c['colourfulness']:.3f}"
+                      for p, c in clean.items() if not c["gray"]))
+    others = {p: colour(load(p)) for p in comfy_pictures()} if comfy else {}
+    if comfy:
+        if not others:
+            raise SystemExit("--comfy-pictures: none of ComfyUI's template packages is installed "
+                             "(make setup installs them)")
+        print(f"and ComfyUI's template pictures ({len(others)}) as clean too, in the last columns: the cases "
+              "dominated, and how many of those pictures a rule fixing a case must edit too (median over the cases, "
+              "lower quartile)")
+    wider = {**clean, **others}
+    print(f"\n{'family':<24}{'cases':>6}{'dominated':>11}   by (most often)"
+          + (f"{'':<44}{'with ComfyUI':>14}{'edits':>8}{'q25':>6}" if comfy else ""))
+    total = hidden = hidden_wider = 0
+    for family in CASTS + PALER + GARISH:
+        counts: dict[str, int] = {}
+        n = k = k_wider = 0
+        edits: list[int] = []
+        for photo in EVALUATION:
+            for index in range(per_family):
+                case = colour(defects.make(load(photo), photo, family, index)[0])
+                if case["gray"]:  # colour made on a black-and-white photo stays grey: no colour case
+                    continue
+                by = dominated(case, photo, clean, family)
+                n += 1
+                k += bool(by)
+                for p in by:
+                    counts[p] = counts.get(p, 0) + 1
+                if comfy:
+                    by_wider = dominated(case, photo, wider, family)
+                    k_wider += bool(by_wider)
+                    edits.append(sum(p in others for p in by_wider))
+        total, hidden, hidden_wider = total + n, hidden + k, hidden_wider + k_wider
+        top = ", ".join(p for p, _ in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
+        line = f"{family:<24}{n:>6}{k:>8} ({100 * k / max(n, 1):.0f}%)   {top}"
+        if comfy:
+            line = (f"{line:<88}{k_wider:>6} ({100 * k_wider / max(n, 1):.0f}%){int(np.median(edits)):>8}"
+                    f"{int(np.percentile(edits, 25)):>6}")
+        print(line)
+    last = f"{'all':<24}{total:>6}{hidden:>8} ({100 * hidden / total:.0f}%)"
+    print(f"{last:<88}{hidden_wider:>6} ({100 * hidden_wider / total:.0f}%)" if comfy else last)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (default 2)")
+    ap.add_argument("--comfy-pictures", action="store_true",
+                    help="count ComfyUI's template pictures as clean too (photoset.comfy_pictures)")
+    a = ap.parse_args()
+    main(a.per_family, a.comfy_pictures)
