@@ -21,12 +21,10 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import defects  # noqa: E402
-from photoset import CALIBRATION, EVALUATION, comfy_pictures, load  # noqa: E402
+from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
+from tone_identifiability import bound_table, other_pictures  # noqa: E402
 
 from edit_agents.agents.metrics import global_statistics  # noqa: E402
 
@@ -70,45 +68,9 @@ def main(per_family: int = 2, comfy: bool = False) -> None:
     print(f"clean photos ({len(clean)}, {sum(1 for c in clean.values() if c['gray'])} black-and-white): "
           + ", ".join(f"{p} cast {_strength(c):.3f} colour {c['colourfulness']:.3f}"
                       for p, c in clean.items() if not c["gray"]))
-    others = {p: colour(load(p)) for p in comfy_pictures()} if comfy else {}
-    if comfy:
-        if not others:
-            raise SystemExit("--comfy-pictures: none of ComfyUI's template packages is installed "
-                             "(make setup installs them)")
-        print(f"and ComfyUI's template pictures ({len(others)}) as clean too, in the last columns: the cases "
-              "dominated, and how many of those pictures a rule fixing a case must edit too (median over the cases, "
-              "lower quartile)")
-    wider = {**clean, **others}
-    print(f"\n{'family':<24}{'cases':>6}{'dominated':>11}   by (most often)"
-          + (f"{'':<44}{'with ComfyUI':>14}{'edits':>8}{'q25':>6}" if comfy else ""))
-    total = hidden = hidden_wider = 0
-    for family in CASTS + PALER + GARISH:
-        counts: dict[str, int] = {}
-        n = k = k_wider = 0
-        edits: list[int] = []
-        for photo in EVALUATION:
-            for index in range(per_family):
-                case = colour(defects.make(load(photo), photo, family, index)[0])
-                if case["gray"]:  # colour made on a black-and-white photo stays grey: no colour case
-                    continue
-                by = dominated(case, photo, clean, family)
-                n += 1
-                k += bool(by)
-                for p in by:
-                    counts[p] = counts.get(p, 0) + 1
-                if comfy:
-                    by_wider = dominated(case, photo, wider, family)
-                    k_wider += bool(by_wider)
-                    edits.append(sum(p in others for p in by_wider))
-        total, hidden, hidden_wider = total + n, hidden + k, hidden_wider + k_wider
-        top = ", ".join(p for p, _ in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
-        line = f"{family:<24}{n:>6}{k:>8} ({100 * k / max(n, 1):.0f}%)   {top}"
-        if comfy:
-            line = (f"{line:<88}{k_wider:>6} ({100 * k_wider / max(n, 1):.0f}%){int(np.median(edits)):>8}"
-                    f"{int(np.percentile(edits, 25)):>6}")
-        print(line)
-    last = f"{'all':<24}{total:>6}{hidden:>8} ({100 * hidden / total:.0f}%)"
-    print(f"{last:<88}{hidden_wider:>6} ({100 * hidden_wider / total:.0f}%)" if comfy else last)
+    others = other_pictures(colour, comfy)
+    # colour made on a black-and-white photo stays grey: no colour case (the defect space leaves it out too)
+    bound_table(CASTS + PALER + GARISH, per_family, colour, dominated, clean, others, skip=lambda case: case["gray"])
 
 
 if __name__ == "__main__":
