@@ -16,7 +16,6 @@ more than the global colour (a grey card, a vision model).
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
-from tone_identifiability import bound_table, other_pictures  # noqa: E402
+from tone_identifiability import bound_table, command_line, other_pictures  # noqa: E402
 
 from edit_agents.agents.metrics import global_statistics  # noqa: E402
 
@@ -74,9 +73,4 @@ def main(per_family: int = 2, comfy: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (default 2)")
-    ap.add_argument("--comfy-pictures", action="store_true",
-                    help="count ComfyUI's template pictures as clean too (photoset.comfy_pictures)")
-    a = ap.parse_args()
-    main(a.per_family, a.comfy_pictures)
+    command_line(main, __doc__)

@@ -115,10 +115,15 @@ def main(per_family: int = 2, comfy: bool = False) -> None:
                 lambda case, own, pool, family: dominated(case, own, pool, family in DARKER), clean, others)
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def command_line(main: Callable[[int, bool], None], doc: str) -> None:
+    """Run a bound bench's ``main`` with its options read from the command line (``doc``: the script's docstring)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--per-family", type=int, default=2, help="cases per photo and family (default 2)")
     ap.add_argument("--comfy-pictures", action="store_true",
                     help="count ComfyUI's template pictures as clean too (photoset.comfy_pictures)")
     a = ap.parse_args()
     main(a.per_family, a.comfy_pictures)
+
+
+if __name__ == "__main__":
+    command_line(main, __doc__)
