@@ -92,7 +92,7 @@ class LocalServer:
                "--disable-auto-launch", "--dont-print-server",
                "--input-directory", str(self.dirs()["input"]), "--output-directory", str(self.dirs()["output"]),
                "--temp-directory", str(self.dirs()["temp"]), "--user-directory", str(self.dirs()["user"]),
-               *self.extra_args]
+               *self.database_args(), *self.extra_args]
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, cwd=self.comfyui_dir, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True, env=self.env)
@@ -108,6 +108,16 @@ class LocalServer:
                 time.sleep(0.3)
         self.stop()
         raise ServerError(f"ComfyUI did not answer on {self.url} within {timeout:.0f} s; see {self.log_path}")
+
+    def database_args(self) -> list[str]:
+        """Keep ComfyUI's database in this server's user folder: by default it lives in ComfyUI's own ``user/``,
+        which a read-only or shared install may not have (ComfyUI then logs an error at start)."""
+        cli_args = self.comfyui_dir / "comfy" / "cli_args.py"
+        if "--database-url" not in (cli_args.read_text(errors="replace") if cli_args.exists() else ""):
+            return []
+        if "--database-url" in self.extra_args:
+            return []
+        return ["--database-url", "sqlite:///" + (self.dirs()["user"] / "comfyui.db").resolve().as_posix()]
 
     def log_tail(self, lines: int = 30) -> str:
         try:

