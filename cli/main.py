@@ -2,7 +2,8 @@
 
   edit-agents run WORKFLOW --image PATH --out DIR [--instruction TEXT] [--set NODE.INPUT=VALUE ...] [--server URL]
   edit-agents batch WORKFLOW --images DIR --out DIR [same options]   (re-running skips the photos done before;
-        --server URL more than once spreads the photos over several ComfyUI servers, e.g. one per GPU)
+        --server URL more than once spreads the photos over several ComfyUI servers, e.g. one per GPU;
+        --server MASTER --distributed hands each photo to a ComfyUI-Distributed master's /distributed/queue)
   edit-agents convert WORKFLOW --out FILE [--image NAME] [--instruction TEXT] [--set ...] [--server URL]
 
 Without --server a local ComfyUI (the one `make setup` prepared, or COMFYUI_DIR) is
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,6 +29,14 @@ from .server import LocalServer, ServerError
 from .workflow import WorkflowError, apply_settings, load_workflow, set_image, set_instruction, to_api
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"}
+# What Windows forbids in a file name. A node inside a subgraph has an id like "12:5" (workflow.py, as ComfyUI's
+# frontend), and on NTFS "photo_12:5_0.png" is not an error but the stream "5_0.png" of a file "photo_12".
+NOT_IN_FILE_NAMES = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def file_part(node_id: object) -> str:
+    """A node id as it goes into an output file's name, the same on every system: "12:5" -> "12-5"."""
+    return NOT_IN_FILE_NAMES.sub("-", str(node_id))
 
 
 @dataclass
@@ -133,12 +143,12 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
                 if info.get("type") != "output":
                     continue  # previews live in temp; saved images are the results
                 suffix = Path(info["filename"]).suffix or ".png"
-                dest = out_dir / f"{stem}_{node_id}_{i}{suffix}"
+                dest = out_dir / f"{stem}_{file_part(node_id)}_{i}{suffix}"
                 outcome.files.append(await client.download(info, dest))
         traces = [(node_id, trace) for node_id, out in result.outputs.items() for trace in out.get(HISTORY_KEY, [])]
         for node_id, trace in traces:
             # one Trace View: trace.json; several: each named by its node, so none overwrites another
-            tag = f"_{node_id}" if len(traces) > 1 else ""
+            tag = f"_{file_part(node_id)}" if len(traces) > 1 else ""
             dest = out_dir / (f"trace{tag}.json" if args.command == "run" else f"{stem}{tag}.trace.json")
             dest.write_text(json.dumps(trace, indent=1))
             outcome.files.append(dest)
@@ -151,7 +161,7 @@ async def run_one(client: ComfyClient, template: dict, image: Path | None, out_d
     except ExecutionFailed as err:
         out_dir.mkdir(parents=True, exist_ok=True)
         tb = out_dir / f"error-{stem}.txt"
-        tb.write_text(f"{err}\n\n{err.traceback}")
+        tb.write_text(f"{err}\n\n{err.traceback}", encoding="utf-8")  # any language: not the locale's code page
         outcome.error = f"{err}\n  traceback saved to {tb}"
     except (aiohttp.ClientConnectionError, ConnectionError) as err:
         outcome.error = f"lost the server at {client.base_url}: {err or type(err).__name__}"
@@ -198,6 +208,8 @@ async def main_async(args) -> int:
     data = load_workflow(Path(args.workflow))
     async with contextlib.AsyncExitStack() as stack:
         urls = list(args.server or [])
+        if getattr(args, "distributed", False) and len(urls) != 1:
+            raise ServerError("--distributed takes the URL of one ComfyUI-Distributed master: --server URL")
         if not urls:
             server = LocalServer(cpu=True if args.cpu else None)  # the GPU when there is one
             print(f"starting ComfyUI from {server.comfyui_dir} on {server.url} ...", file=sys.stderr)
@@ -220,6 +232,10 @@ async def main_async(args) -> int:
                 print(f)
             print(f"done in {o.seconds:.1f} s: {describe(o)}")
             return 0
+        if getattr(args, "distributed", False):
+            from .distributed import distributed_batch
+
+            return await distributed_batch(clients[0], template, out_dir, args)
         return await batch(clients, template, out_dir, args)
 
 
@@ -335,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--keep-history", action="store_true",
                            help="leave each prompt in the server's /history (by default it is deleted once its "
                                 "outputs are saved, so a long batch keeps the server's memory flat)")
+            p.add_argument("--distributed", action="store_true",
+                           help="hand each photo to the ComfyUI-Distributed master given by --server (its "
+                                "/distributed/queue picks the least busy worker); the master saves the results")
     return parser
 
 

@@ -94,8 +94,15 @@ class LocalServer:
                "--temp-directory", str(self.dirs()["temp"]), "--user-directory", str(self.dirs()["user"]),
                *self.database_args(), *self.extra_args]
         self._log = open(self.log_path, "wb")
+        # A process group of its own, so that stop() reaches what ComfyUI started too and a Ctrl+C meant for the
+        # caller's terminal does not reach ComfyUI. The checks are written as `sys.platform == "win32"` so that
+        # pyright (tests/test_windows.py) knows which branch each platform runs.
+        if sys.platform == "win32":
+            flags, new_session = subprocess.CREATE_NEW_PROCESS_GROUP, False
+        else:
+            flags, new_session = 0, True
         self.proc = subprocess.Popen(cmd, cwd=self.comfyui_dir, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env=self.env)
+                                     env=self.env, creationflags=flags, start_new_session=new_session)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -127,17 +134,38 @@ class LocalServer:
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            self._signal(self.proc, kill=False)
             try:
                 self.proc.wait(timeout=15)  # wait for exit so the port is free again
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                self._signal(self.proc, kill=True)
                 self.proc.wait(timeout=10)
         if getattr(self, "_log", None):
             self._log.close()
         if self._tmp:
             self._tmp.cleanup()
             self._tmp = None
+
+    @staticmethod
+    def _signal(proc: subprocess.Popen, kill: bool) -> None:
+        """Ask ComfyUI's process group to stop (``kill`` False) or end it (True), as start() made the group."""
+        if sys.platform == "win32":
+            # Windows has no SIGTERM to a group: CTRL_BREAK_EVENT reaches every process of the group that
+            # CREATE_NEW_PROCESS_GROUP made (Python's default for it is to exit), when this process has a console
+            # to send it through. Without one (pythonw, a service) it fails: TerminateProcess then. kill() is
+            # TerminateProcess too.
+            if kill:
+                proc.kill()
+                return
+            try:
+                os.kill(proc.pid, signal.CTRL_BREAK_EVENT)
+            except OSError:
+                proc.terminate()
+        else:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+            except ProcessLookupError:
+                pass  # it has just exited
 
     def __enter__(self) -> "LocalServer":
         return self.start()

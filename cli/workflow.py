@@ -27,8 +27,10 @@ class WorkflowError(ValueError):
 
 def load_workflow(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        # UTF-8, as ComfyUI saves workflows, not the locale's code page (cp1252 on most Windows machines);
+        # -sig: also with the byte-order mark Windows' Notepad writes
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise WorkflowError(f"cannot read workflow {path}: {err}") from None
     if not isinstance(data, dict):
         raise WorkflowError(f"{path} is not a ComfyUI workflow (expected a JSON object)")
@@ -163,18 +165,7 @@ def ui_to_api(ui: dict, object_info: dict) -> dict:
         if isinstance(values, dict):
             inputs.update({k: v for k, v in values.items() if k in specs})
         elif values:
-            it = iter(values)
-            for name in order.get("required", []) + order.get("optional", []):
-                spec = specs[name]
-                if not _is_widget(spec):
-                    continue
-                try:
-                    inputs[name] = next(it)
-                    opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
-                    if opts.get("control_after_generate") or opts.get("image_upload"):
-                        next(it)  # the frontend stores an extra widget value after these
-                except StopIteration:
-                    break
+            inputs.update(_widget_values(values, order, specs))
         # A workflow saved by an older version may lack widgets added since: the frontend shows their
         # defaults, so the conversion uses them too.
         linked = {inp["name"] for inp in node.get("inputs") or [] if inp.get("link") is not None}
@@ -216,14 +207,53 @@ async def to_api(data: dict, client) -> dict:
                         "({id: {class_type, inputs}})")
 
 
-def _extra_widget_value(spec: list) -> Any:
-    """The value the frontend stores after a widget that has a companion (seed control, upload button)."""
+SEED_NAMES = ("seed", "noise_seed")
+
+
+def _control_after_generate(name: str, spec: list) -> str | None:
+    """The value the frontend's "control after generate" widget after this input starts at, or None where it
+    shows none. Frontends 1.32 to 1.58 add one where the spec asks (``control_after_generate``: true or the
+    starting mode) and, unasked, to an INT named seed or noise_seed; an explicit false stops it. A workflow
+    file keeps its seed: "fixed" unless the spec names another mode."""
     opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
-    if opts.get("control_after_generate"):
-        return "fixed"
+    flag = opts.get("control_after_generate")
+    if flag is None and spec[0] == "INT" and name in SEED_NAMES:
+        flag = True
+    if not flag:
+        return None
+    return flag if isinstance(flag, str) else "fixed"
+
+
+def _extra_widget_value(name: str, spec: list, controls: bool = True) -> Any:
+    """The value the frontend stores after a widget that has a companion (seed control, upload button);
+    ``controls`` False leaves the control widgets out."""
+    control = _control_after_generate(name, spec) if controls else None
+    if control is not None:
+        return control
+    opts = spec[1] if len(spec) > 1 and isinstance(spec[1], dict) else {}
     if opts.get("image_upload"):
         return "image"
     return None
+
+
+def _widget_values(values: list, order: dict, specs: dict) -> dict[str, Any]:
+    """Positional widget values (as the canvas saves them) by input name, stepping over companion values.
+
+    A file saved before a seed had its control widget (frontend 1.32 showed none on the MCTS Planner's seed,
+    which now declares one) holds one value fewer for it; when the count says exactly that, it is read so, and
+    converts as it opened when it was saved."""
+    names = [n for n in order.get("required", []) + order.get("optional", []) if _is_widget(specs[n])]
+    without = sum(1 + (_extra_widget_value(n, specs[n], controls=False) is not None) for n in names)
+    controls = len(values) != without or all(_control_after_generate(n, specs[n]) is None for n in names)
+    out, it = {}, iter(values)
+    for name in names:
+        try:
+            out[name] = next(it)
+            if _extra_widget_value(name, specs[name], controls) is not None:
+                next(it)
+        except StopIteration:
+            break
+    return out
 
 
 def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = None, note: str = "") -> dict:
@@ -268,7 +298,7 @@ def api_to_ui(prompt: dict, object_info: dict, titles: dict[str, str] | None = N
                 continue
             if _is_widget(spec):
                 widgets.append(value if name in node["inputs"] else _default(spec))
-                extra = _extra_widget_value(spec)
+                extra = _extra_widget_value(name, spec)
                 if extra is not None:
                     widgets.append(extra)
             else:

@@ -44,7 +44,11 @@ class MCTSPlanner(io.ComfyNode):
                 io.Int.Input("preview_side", default=d.preview_side, min=64, max=2048, tooltip="Longest side of the search copy."),
                 io.Float.Input("time_budget_s", default=d.time_budget_s, min=0.1, max=3600.0, step=1.0,
                                tooltip="Wall-time budget per step (the search stops early when it runs out)."),
-                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, tooltip="Seed of the random rollouts (same seed, same result)."),
+                # Declared, not left to the frontend: 1.49 and newer add a control widget to any INT named seed,
+                # 1.32 did not, and a widget one frontend adds shifts every saved value after it in the other.
+                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate="fixed",
+                             tooltip="Seed of the random rollouts (same seed, same result). The control after it "
+                                     "can change it after each run (fixed keeps it)."),
                 io.String.Input("mood", default="", multiline=False, optional=True,
                                 tooltip="Mood-guided mode: the mood to aim for (e.g. 'warm and cosy'). Empty = autonomous "
                                         "'make it better', or the Reward node's mood. Typed here or on the Reward, it "

@@ -290,6 +290,24 @@ WORKFLOW_GRAPHS = {
              "photo got better.\n\nRuns **offline**: the rule perceiver and the classic tools. For the paper's "
              "search, see the MCTS Planner in `photoagent_offline.json`.",
     ),
+    "photoagent_offline.json": dict(
+        prompt={
+            "img": load(),
+            "tools": {"class_type": "EditAgentsToolbox", "inputs": TOOLBOX},
+            "reward": {"class_type": "EditAgentsReward", "inputs": {"preset": "offline"}},  # the fitted weights
+            "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
+                "image": ["img", 0], "toolbox": ["tools", 0], "reward": ["reward", 0], "simulations": 24, "depth": 3,
+                "exploration": 1.0, "branching": 6, "top_k": 2, "max_steps": 4, "patience": 1, "preview_side": 256,
+                "time_budget_s": 60.0, "seed": 0, "mood": "", "perceiver_calls": 4}},
+            "save": {"class_type": "SaveImage", "inputs": {"images": ["mcts", 0], "filename_prefix": "edit_agents/photoagent"}},
+            "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}},
+        },
+        titles={"img": "Input Image", "mcts": "MCTS Planner (PhotoAgent)"},
+        layout={"img": ([20, 320], [360, 132]), "tools": ([20, 720], [320, 250]), "reward": ([380, 560], [360, 596]),
+                "mcts": ([720, 320], [330, 340]), "save": ([1100, 320], [360, 276]), "trace": ([1100, 760], [360, 200]),
+                "note": ([20, 20], [420, 260])},
+        note="## PhotoAgent offline: make it better\n\nAutonomous enhancement by **Monte-Carlo tree search** with **classic tools**, the **rule perceiver** and the **reward ensemble** (image statistics, BRISQUE, NIQE, content preservation). Needs **no model weights, no LLM and no network**.\n\nEach step the planner explores sequences of edits on a small copy (UCT selection, rollouts to depth 3, reward backpropagation), re-runs the most visited first edits at full size and keeps one only if it beats the current image; it stops when nothing helps. An already good photo is left nearly untouched.\n\nLoad your photo in **Input Image** (Load Photo: 8- or 16-bit, any colour profile), press Run; **Save Photo** writes the result in the photo's own bit depth and profile, with its EXIF. The **Trace View** shows every decision and the search trees; `/history` carries them as `edit_agents_trace`.\n\nWith models in `models/clip-hf/` and `models/aesthetic/`, the Reward adds the aesthetic score; connect a vision Brain to the planner's `perceiver_brain` for PhotoAgent's VLM perceiver.",
+    ),
     "cca_ollama.json": dict(
         prompt={
             "img": load(),
@@ -426,11 +444,21 @@ WORKFLOW_GRAPHS = {
 }
 
 
+def lay_out(ui: dict, keys: list[str], layout: dict) -> None:
+    """Hand-placed positions and sizes (by graph key; "note" for the note) over the automatic columns."""
+    ids = {key: i + 1 for i, key in enumerate(keys)}
+    for node in ui["nodes"]:
+        key = "note" if node["type"] == "MarkdownNote" else next(k for k, i in ids.items() if i == node["id"])
+        if key in layout:
+            node["pos"], node["size"] = layout[key]
+
+
 def main() -> int:
     with LocalServer() as server:
         info = json.load(urllib.request.urlopen(server.url + "/object_info"))
     for name, spec in WORKFLOW_GRAPHS.items():
         ui = api_to_ui(saved_as_photos(spec["prompt"]), info, titles=spec["titles"], note=spec["note"])
+        lay_out(ui, list(spec["prompt"]), spec.get("layout", {}))
         (WORKFLOWS / name).write_text(json.dumps(ui, indent=2) + "\n")
         print(f"wrote workflows/{name}: {len(ui['nodes'])} nodes, {len(ui['links'])} links")
     return 0

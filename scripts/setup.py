@@ -10,6 +10,8 @@ already done, so a second run takes seconds. Environment knobs:
   COMFYUI_REF        git ref to clone when GitHub is reachable (default: the newest release tag)
   EDIT_AGENTS_SKIP_COMPAT=1  do not prepare the oldest supported ComfyUI (0.3.75 with frontend 1.32.9) that
                      `make test`'s compatibility run uses
+  COMFYUI_DISTRIBUTED_SOURCE  the ComfyUI-Distributed source archive (or folder) that tests/test_distributed.py
+                     runs (default: ../shared/comfyui/ComfyUI-Distributed-1.4.4.tar.gz beside the checkout)
   EDIT_AGENTS_SKIP_CHROMIUM=1  do not try to install Debian's Chromium
   EDIT_AGENTS_SKIP_CHECK_TOOLS=1  do not install the ecosystem's checkers (comfy-cli, comfy-test, ESLint);
                                tests/test_ecosystem_checks.py then skips those checks
@@ -54,11 +56,14 @@ TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 # The ecosystem's own checkers, run by tests/test_ecosystem_checks.py. comfy-cli and comfy-test pull in many
 # packages of their own, so they get a venv of their own (never the one ComfyUI runs in); ESLint comes from npm.
-# ruff is in requirements-dev.txt. Pinned: their rules change between releases.
+# ruff is in requirements-dev.txt. Pinned: their rules change between releases. comfy-import-guard (stdlib only)
+# checks the pack's comfy.* imports and calls against ComfyUI's source; pyright (npm, beside ESLint) checks the
+# pack and the CLI under Windows's platform stubs (tests/test_windows.py).
 CHECK_TOOLS_VENV = STATE / "tools"
-CHECK_TOOLS = ["comfy-cli==1.23.0", "comfy-test==0.4.15"]
+CHECK_TOOLS = ["comfy-cli==1.23.0", "comfy-test==0.4.15", "comfy-import-guard==1.3.0"]
 ESLINT_DIR = STATE / "eslint"
 ESLINT = "eslint@9.39.5"
+PYRIGHT = "pyright@1.1.414"
 
 timings: list[tuple[str, float, str]] = []
 
@@ -350,6 +355,62 @@ def ensure_compat() -> str:
     return f"ComfyUI {COMPAT_VERSION} in {COMPAT_COMFYUI}, frontend {FRONTEND_COMPAT}"
 
 
+# ComfyUI-Distributed (the community's pack for spreading work over GPUs and machines: a master and workers over
+# HTTP), for tests/test_distributed.py. Unpacked beside the managed ComfyUI, never into its custom_nodes: the rest
+# of the test suite must not load it; that test loads it per server through an extra-model-paths file.
+DISTRIBUTED_DIR = STATE / "ComfyUI-Distributed"
+DISTRIBUTED_DEFAULT_SOURCE = ROOT.parent / "shared" / "comfyui" / "ComfyUI-Distributed-1.4.4.tar.gz"
+
+
+def requirement_name(line: str) -> str:
+    name = line.split("#")[0].split(";")[0].strip()
+    for sep in "<>=!~[ @":
+        name = name.split(sep)[0]
+    return name.lower().replace("_", "-")
+
+
+def unpack_pack(source: Path, dest: Path, marker: str = "__init__.py") -> None:
+    """Copy a custom node pack's folder, or unpack an archive of one, into ``dest`` (through a staging folder)."""
+    staging = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    if source.is_dir():
+        shutil.copytree(source, staging, symlinks=True,
+                        ignore=shutil.ignore_patterns(".git", "__pycache__", "gpu_config.json"))
+    else:
+        with tempfile.TemporaryDirectory(dir=STATE) as tmp:
+            shutil.unpack_archive(str(source), tmp)
+            roots = [p.parent for p in Path(tmp).glob(f"*/{marker}")] or [p.parent for p in Path(tmp).glob(marker)]
+            if not roots:
+                raise SystemExit(f"{source} holds no custom node pack (no {marker} at its top or one folder down)")
+            shutil.move(str(roots[0]), staging)
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.rename(dest)
+
+
+@step("distributed")
+def ensure_distributed() -> str:
+    """ComfyUI-Distributed in .setup/ComfyUI-Distributed, and its requirements (never the torch family)."""
+    source = Path(os.environ.get("COMFYUI_DISTRIBUTED_SOURCE") or DISTRIBUTED_DEFAULT_SOURCE).expanduser()
+    if not source.exists():
+        return (f"skipped: no ComfyUI-Distributed at {source} (set COMFYUI_DISTRIBUTED_SOURCE to its source archive "
+                "or folder); tests/test_distributed.py fails until it is there")
+    digest = source_digest(source) + str(venv_dir())
+    if (DISTRIBUTED_DIR / "__init__.py").exists() and stamp_ok("distributed", digest):
+        return f"up to date in {DISTRIBUTED_DIR}"
+    unpack_pack(source, DISTRIBUTED_DIR)
+    req = DISTRIBUTED_DIR / "requirements.txt"
+    if req.exists():
+        kept = [line for line in req.read_text().splitlines() if requirement_name(line) not in TORCH_FAMILY]
+        filtered = STATE / "distributed-requirements.txt"
+        filtered.write_text("\n".join(kept) + "\n")
+        pip("-r", str(filtered))
+        installed = "its requirements.txt without the torch family installed"
+    else:  # 1.4.4: none; it imports only what ComfyUI installs (torch, aiohttp, Pillow, numpy; psutil if there)
+        installed = "no requirements.txt to install"
+    write_stamp("distributed", digest)
+    return f"unpacked {source.name} into {DISTRIBUTED_DIR}; {installed}"
+
+
 @step("chromium")
 def ensure_chromium() -> str:
     if os.environ.get("EDIT_AGENTS_SKIP_CHROMIUM"):
@@ -372,9 +433,9 @@ def ensure_check_tools() -> str:
     done = []
     tools_python = CHECK_TOOLS_VENV / "bin" / "python"
     digest = " ".join(CHECK_TOOLS)
-    if stamp_ok("check-tools", digest) and (CHECK_TOOLS_VENV / "bin" / "comfy").exists() \
-            and (CHECK_TOOLS_VENV / "bin" / "comfy-test").exists():
-        done.append("comfy-cli, comfy-test up to date")
+    if stamp_ok("check-tools", digest) and all((CHECK_TOOLS_VENV / "bin" / tool).exists()
+                                                for tool in ("comfy", "comfy-test", "comfy-import-guard")):
+        done.append("comfy-cli, comfy-test, comfy-import-guard up to date")
     else:
         try:
             if not tools_python.exists():
@@ -384,22 +445,24 @@ def ensure_check_tools() -> str:
             done.append(f"installed {', '.join(CHECK_TOOLS)} into {CHECK_TOOLS_VENV}")
         except (subprocess.SubprocessError, OSError) as err:
             log(f"warning: could not install {', '.join(CHECK_TOOLS)} ({err}); their tests will fail until it works")
-            done.append("comfy-cli, comfy-test NOT installed")
-    eslint = ESLINT_DIR / "node_modules" / ".bin" / "eslint"
+            done.append("comfy-cli, comfy-test, comfy-import-guard NOT installed")
+    # ESLint and pyright: one npm folder, one stamp naming both pins
+    npm_tools = [ESLINT, PYRIGHT]
+    bins = [ESLINT_DIR / "node_modules" / ".bin" / name for name in ("eslint", "pyright")]
     npm = shutil.which("npm")
-    if stamp_ok("eslint", ESLINT) and eslint.exists():
-        done.append("ESLint up to date")
+    if stamp_ok("eslint", " ".join(npm_tools)) and all(b.exists() for b in bins):
+        done.append("ESLint, pyright up to date")
     elif not npm or not shutil.which("node"):
-        done.append("ESLint skipped: node.js/npm not found (install nodejs and npm for the ESLint check)")
+        done.append("ESLint, pyright skipped: node.js/npm not found (install nodejs and npm for their checks)")
     else:
         try:
             ESLINT_DIR.mkdir(parents=True, exist_ok=True)
-            run([npm, "install", "--prefix", ESLINT_DIR, "--no-audit", "--no-fund", "--silent", ESLINT])
-            write_stamp("eslint", ESLINT)
-            done.append(f"installed {ESLINT} into {ESLINT_DIR}")
+            run([npm, "install", "--prefix", ESLINT_DIR, "--no-audit", "--no-fund", "--silent", *npm_tools])
+            write_stamp("eslint", " ".join(npm_tools))
+            done.append(f"installed {', '.join(npm_tools)} into {ESLINT_DIR}")
         except (subprocess.SubprocessError, OSError) as err:
-            log(f"warning: could not install {ESLINT} ({err}); the ESLint test will fail until it works")
-            done.append("ESLint NOT installed")
+            log(f"warning: could not install {', '.join(npm_tools)} ({err}); their tests will fail until it works")
+            done.append("ESLint, pyright NOT installed")
     return "; ".join(done)
 
 
@@ -424,6 +487,7 @@ def main() -> None:
     ensure_link()
     ensure_frontends()
     ensure_compat()
+    ensure_distributed()
     write_env()
     ensure_chromium()
     ensure_check_tools()

@@ -15,7 +15,23 @@ from edit_agents.cli.server import LocalServer
 from edit_agents.tools import imageops
 from edit_agents.tools.imageops import as_image
 
-from helpers import ARTIFACTS
+from helpers import ARTIFACTS, frontends, setup_env, which_run
+
+
+def pytest_configure(config):
+    """The compatibility run (EDIT_AGENTS_TEST_RUN=compat) points every server the tests start, and every
+    subprocess, at the oldest supported ComfyUI that `make setup` prepared."""
+    if which_run() != "compat":
+        return
+    compat = setup_env().get("COMPAT_COMFYUI_DIR")
+    if not compat:
+        raise pytest.UsageError("EDIT_AGENTS_TEST_RUN=compat, but `make setup` prepared no compatibility ComfyUI "
+                                "(EDIT_AGENTS_SKIP_COMPAT was set?): run `make setup` without it")
+    os.environ["COMFYUI_DIR"] = compat
+
+
+def frontend_args(root: str | None) -> tuple[str, ...]:
+    return ("--front-end-root", root) if root else ()
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +67,8 @@ def comfy_server(tmp_path_factory, model_root):
     extra.write_text(f"edit_agents_tests:\n    base_path: {model_root}\n    grounding-dino: grounding-dino\n"
                      f"    sams: sams\n    diffusers: diffusers\n    checkpoints: checkpoints\n    clip-hf: clip-hf\n"
                      f"    aesthetic: aesthetic\n    LLM: LLM\n    diffusion_models: diffusion_models\n    vae: vae\n")
-    server = LocalServer(base_dir=base, extra_args=("--extra-model-paths-config", str(extra)))
+    server = LocalServer(base_dir=base, extra_args=("--extra-model-paths-config", str(extra),
+                                                     *frontend_args(frontends()[0][1])))
     server.start()
     yield server
     server.stop()

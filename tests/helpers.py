@@ -30,3 +30,31 @@ def mcts_prompt(image: str, **settings) -> dict:
     return {"img": {"class_type": "LoadImage", "inputs": {"image": image}},
             "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {"image": ["img", 0], **inputs}},
             "trace": {"class_type": "EditAgentsTraceView", "inputs": {"trace": ["mcts", 2]}}}
+
+
+def setup_env() -> dict[str, str]:
+    """What `make setup` recorded in .setup/env: the venv, the ComfyUI, the frontends and the compatibility pair."""
+    found = PACK_ROOT / ".setup" / "env"
+    lines = found.read_text().splitlines() if found.exists() else []
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def which_run() -> str:
+    """Which run this is: "main" (the current ComfyUI and the newest frontend) or "compat" (the oldest supported
+    pair, 0.3.75 and 1.32.9: `make test` runs the server, workflow and browser tests on it too)."""
+    import os
+
+    return os.environ.get("EDIT_AGENTS_TEST_RUN", "main")
+
+
+def frontends() -> list[tuple[str, str | None]]:
+    """The frontends this run opens the workflows in, as (version, static root); None is the one installed in
+    the venv (ComfyUI's own pin). The first is the one the session's server serves."""
+    from importlib.metadata import version
+
+    env = setup_env()
+    if which_run() == "compat":
+        return [(env["COMPAT_FRONTEND"], env["COMPAT_FRONTEND_ROOT"])]
+    newest = [(env["FRONTEND_NEWEST"], env["FRONTEND_NEWEST_ROOT"])] if env.get("FRONTEND_NEWEST_ROOT") else []
+    own = (version("comfyui-frontend-package"), None)
+    return newest + [own] if newest and newest[0][0] != own[0] else [own]

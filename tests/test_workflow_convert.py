@@ -102,3 +102,33 @@ def test_api_to_ui_round_trips_through_ui_to_api():
         "1": {"image": "x.png"}, "2": {"seed": 42, "steps": 20, "image": ["1", 0]},
         "3": {"images": ["2", 0], "filename_prefix": "out"}}
     assert back["1"]["_meta"]["title"] == "Input Image"
+
+
+SEEDED = {"input": {"required": {"seed": ["INT", {"default": 0}], "mood": ["STRING", {}], "calls": ["INT", {}]}},
+          "input_order": {"required": ["seed", "mood", "calls"]}}
+
+
+def test_a_seed_has_the_control_widget_the_frontend_gives_it_declared_or_not():
+    """Frontends add a control widget after an INT named seed unless told otherwise: its value is stepped over,
+    whether the spec declares it (a mode or true) or leaves it to the frontend; an explicit false has none."""
+    from edit_agents.cli.workflow import api_to_ui
+
+    prompt = {"a": {"class_type": "Seeded", "inputs": {"seed": 5, "mood": "warm", "calls": 2}}}
+    for flag, stored in ((None, "fixed"), (True, "fixed"), ("increment", "increment"), (False, None)):
+        spec = {"default": 0, **({} if flag is None else {"control_after_generate": flag})}
+        info = {"Seeded": {**SEEDED, "input": {"required": {**SEEDED["input"]["required"], "seed": ["INT", spec]}},
+                           "output": []}}
+        ui = api_to_ui(prompt, info)
+        assert ui["nodes"][0]["widgets_values"] == [5, *([stored] if stored else []), "warm", 2], flag
+        assert ui_to_api(ui, info)["1"]["inputs"] == {"seed": 5, "mood": "warm", "calls": 2}, flag
+
+
+def test_a_file_saved_before_the_seed_had_its_control_reads_as_it_opened_then():
+    """Three values for three widgets (no control value after the seed): the count says the file was saved
+    without the control widget, so the mood is not read from the seed's control slot."""
+    info = {"Seeded": {**SEEDED, "input": {"required": {**SEEDED["input"]["required"],
+                                                        "seed": ["INT", {"control_after_generate": "fixed"}]}}}}
+    old = {"nodes": [node(1, "Seeded", [5, "warm", 2])], "links": []}
+    assert ui_to_api(old, info)["1"]["inputs"] == {"seed": 5, "mood": "warm", "calls": 2}
+    new = {"nodes": [node(1, "Seeded", [5, "fixed", "warm", 2])], "links": []}
+    assert ui_to_api(new, info)["1"]["inputs"] == {"seed": 5, "mood": "warm", "calls": 2}
