@@ -3,7 +3,7 @@ PYTHON_BOOT ?= python3
 VENV ?= $(if $(EDIT_AGENTS_VENV),$(EDIT_AGENTS_VENV),.venv)
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast check docs bench clean
+.PHONY: setup demo test test-compat test-compat-run test-fast check docs bench clean
 
 setup:
 	@$(PYTHON_BOOT) scripts/setup.py
@@ -11,11 +11,21 @@ setup:
 demo: setup
 	@$(PY) scripts/demo.py
 
-# The whole suite: unit, real-server integration, CLI and browser tests, and the ecosystem's own checks
-# (tests/test_ecosystem_checks.py: comfy node validate, the Registry zip, comfy-test lint, ruff, ESLint;
-# tests/test_fresh_install.py: every shipped workflow runs as it is on a fresh install).
+# The whole suite on the current ComfyUI and the newest frontend: unit, real-server integration, CLI and browser
+# tests, and the ecosystem's own checks (tests/test_ecosystem_checks.py: comfy node validate, the Registry zip,
+# comfy-test lint, ruff, ESLint; tests/test_fresh_install.py: every shipped workflow runs as it is on a fresh
+# install). Then the compatibility run: the server, workflow and browser tests again on the oldest supported
+# pair (ComfyUI 0.3.75 with frontend 1.32.9) that `make setup` prepared.
 test: setup
 	@$(PY) -m pytest --cov=$(CURDIR) --cov-report=term:skip-covered $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-compat-run
+
+test-compat: setup
+	@$(MAKE) --no-print-directory test-compat-run
+
+test-compat-run:
+	@if [ -n "$$EDIT_AGENTS_SKIP_COMPAT" ]; then echo "compatibility run skipped (EDIT_AGENTS_SKIP_COMPAT is set)"; \
+	else EDIT_AGENTS_TEST_RUN=compat $(PY) -m pytest -m "server or browser" -p no:cacheprovider $(COMPAT_ARGS) $(PYTEST_ARGS); fi
 
 # Unit tests only (no ComfyUI server, no browser).
 test-fast: setup

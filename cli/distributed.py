@@ -133,7 +133,7 @@ async def find_worker_prompt(session: aiohttp.ClientSession, url: str, job_ids: 
                 r.raise_for_status()
                 history = await r.json()
         except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as err:
-            raise WorkerLost(f"the worker at {url} stopped answering: {err or type(err).__name__}") from None
+            raise WorkerLost(f"the worker at {url} stopped answering ({type(err).__name__})") from None
         for prompt_id, entry in history.items():
             nodes = (entry.get("prompt") or [None, None, {}])[2] or {}
             if any(n.get("class_type") == COLLECTOR and n.get("inputs", {}).get("multi_job_id") in job_ids
@@ -225,20 +225,17 @@ async def run_photo(master: ComfyClient, cluster: Cluster, template: dict, image
         history = (await master.get_json(f"/history/{prompt_id}")).get(prompt_id, {})
         participant, jobs = ran_on((history.get("prompt") or [None, None, {}])[2] or {})
         outcome.server = cluster.url(participant)
-        worker_entry = None
-        if participant != MASTER:
+        worker_entry = None  # the worker's own prompt: its error if the photo failed, else deleted once saved
+        if participant != MASTER and (failure or not args.keep_history):
             try:
                 worker_entry = await find_worker_prompt(session, outcome.server, jobs, wait=2.0 if failure else 15.0)
             except WorkerLost:
-                if not await answers(session, outcome.server):
-                    outcome.server_lost = True
-                    raise
-            worker_error = _error_message(worker_entry[1]) if worker_entry else None
+                pass  # the results, if any, are on the master
+            worker_error = _error_message(worker_entry[1]) if worker_entry and failure else None
             if worker_error:  # the root cause: the master only saw no image come back
                 failure = {**worker_error, "exception_message": f"(on {cluster.label(participant)}) "
                            + str(worker_error.get("exception_message", ""))}
             elif failure and not worker_entry and not await answers(session, outcome.server):
-                outcome.server_lost = True
                 raise WorkerLost(f"{cluster.label(participant)} stopped answering while it ran {image.name}")
         if failure:
             raise ExecutionFailed(failure)

@@ -54,8 +54,11 @@ def filters(request, monkeypatch) -> str:
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS
+    """Where tests leave screenshots and files to look at: test-artifacts/, or test-artifacts/compat/ in the
+    compatibility run (the oldest supported ComfyUI and frontend)."""
+    folder = ARTIFACTS / "compat" if which_run() == "compat" else ARTIFACTS
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

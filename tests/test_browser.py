@@ -1,6 +1,7 @@
 """Browser smoke test: the real frontend in Debian's Chromium loads the pack's extension and nodes."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -41,15 +42,20 @@ def wait_for_extension(page) -> None:
 
 
 def close_dialogs(page) -> None:
-    """A fresh profile opens the template browser over the canvas: close it before a screenshot."""
-    for _ in range(3):
-        if page.locator(".p-dialog-mask").count() == 0:
+    """A fresh profile opens the template browser over the canvas: close any dialog by its Close button (its
+    accessible name from 1.49 on), else with Escape, else (1.32's template browser: an unnamed button, and
+    Escape does nothing) by the last button in its header."""
+    for attempt in range(6):
+        shown = page.locator("[role=dialog]:visible")
+        if shown.count() == 0:
             break
-        buttons = page.locator("[role=dialog] button:visible")
-        if buttons.count():
-            buttons.last.click()  # the dialog's close button sits last, top right
-        else:
+        close = shown.first.get_by_role("button", name=re.compile(r"^close$", re.I))
+        if close.count():
+            close.first.click()
+        elif attempt % 2 == 0 or shown.first.locator("button:visible").count() == 0:
             page.keyboard.press("Escape")
+        else:
+            shown.first.locator("button:visible").last.click(timeout=5_000)
         page.wait_for_timeout(400)
 
 
@@ -68,19 +74,29 @@ def load_with_photo(page, comfy_server, workflow_name: str, photo, filename: str
     return workflow
 
 
+# The frontend's parts as a user finds them, by role and name (the names frontends 1.32 to 1.58 give them; the
+# class names and test ids around them changed between those versions).
+TRACE_TAB = re.compile(r"^Edit Agents: what the agents decided")  # the sidebar tab's tooltip, its accessible name
+
+
+def run_button(page):
+    """The Run button: named Run and reading Run (1.49's split button also names its menu trigger Run)."""
+    return page.get_by_role("button", name="Run", exact=True).filter(has_text="Run").first
+
+
 def press_run(page) -> None:
     """Click the frontend's Run button, once any popover (a workflow tab's preview shows while the mouse
     rests on the tab) has faded away."""
     page.mouse.move(700, 600)  # off the tabs and menus, onto the canvas
     page.keyboard.press("Escape")
     page.wait_for_function("() => !document.querySelector('.p-popover')", timeout=10_000)
-    page.locator("[data-testid=queue-button] button").first.click()
+    run_button(page).click()
 
 
 def open_trace_panel(page) -> None:
     """Open the Agent trace sidebar tab (the pack's panel) unless it is open."""
     if not page.locator(".ea-panel").is_visible():
-        page.locator(".edit-agents-trace-tab-button").first.click()
+        page.get_by_role("button", name=TRACE_TAB).first.click()
     page.locator(".ea-panel").wait_for(state="visible", timeout=10_000)
 
 
@@ -236,22 +252,30 @@ def test_role_nodes_show_their_plan_and_feedback_after_a_run(page, comfy_server,
 
 
 def test_template_browser_shows_the_workflows_with_their_thumbnails_and_opens_one(page, artifacts):
+    """As a user finds them: the Templates button, the pack's category under Extensions, each workflow's card
+    by its title and its thumbnail (the image named after it); clicking one opens it on the canvas."""
     from helpers import WORKFLOWS
 
     wait_for_extension(page)
     close_dialogs(page)
-    page.evaluate("() => window.app.extensionManager.command.execute('Comfy.BrowseTemplates')")
-    dialog = page.locator("[role=dialog]").first
+    page.get_by_role("button", name="Templates", exact=True).first.click()
+    dialog = page.get_by_role("dialog").first
     dialog.wait_for(timeout=20_000)
     dialog.get_by_text("edit_agents", exact=True).last.click()  # the pack's category, under Extensions
-    for name in sorted(p.stem for p in WORKFLOWS.glob("*.json")):
-        card = page.locator(f"[data-testid=template-workflow-{name}]")
-        card.scroll_into_view_if_needed(timeout=20_000)
-        page.wait_for_function("(name) => { const img = document.querySelector(`[data-testid=template-workflow-${name}] img`);"
-                               " return img && img.complete && img.naturalWidth === 640; }", arg=name, timeout=20_000)
-    page.locator("[data-testid=template-workflow-photoagent_offline]").scroll_into_view_if_needed()
+    titles = {p.stem: dialog.get_by_text(p.stem, exact=True).first for p in WORKFLOWS.glob("*.json")}
+    for title in titles.values():
+        title.wait_for(state="attached", timeout=20_000)  # every workflow has its card
+    # Top to bottom as a user scrolls: 1.58 drops a thumbnail scrolled out of view and does not draw it again.
+    where = {name: title.evaluate("(e) => { const r = e.getBoundingClientRect(); return [r.top, r.left]; }")
+             for name, title in titles.items()}
+    for name in sorted(titles, key=where.get):
+        titles[name].scroll_into_view_if_needed(timeout=20_000)
+        thumb = dialog.get_by_role("img", name=name, exact=True)  # drawn once its card is in view
+        page.wait_for_function("(img) => img.complete && img.naturalWidth === 640", arg=thumb.element_handle(),
+                               timeout=20_000)
+    titles["photoagent_offline"].scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "template_browser.png"))
-    page.locator("[data-testid=template-workflow-photoagent_offline] img").click()  # opens it on the canvas
+    titles["photoagent_offline"].click()  # its card opens it on the canvas
     page.wait_for_function("() => window.app.graph._nodes.some((n) => n.type === 'EditAgentsMCTSPlanner')", timeout=20_000)
     close_dialogs(page)
 
@@ -293,8 +317,11 @@ def test_node_help_shows_the_generated_help_page(page, artifacts):
         window.app.canvas.selectNode(node);
         window.app.canvas.setDirty(true, true);
     }""")
-    page.locator("[data-testid=info-button]").first.wait_for(state="attached", timeout=10_000)
-    page.evaluate("() => document.querySelector('[data-testid=info-button]').click()")
+    # The selection toolbox's info button: named Node Info from 1.49 on; 1.32's has no accessible name, only
+    # its test id.
+    info = page.get_by_role("button", name="Node Info", exact=True).or_(page.get_by_test_id("info-button")).first
+    info.wait_for(state="attached", timeout=10_000)
+    info.evaluate("(button) => button.click()")  # it sits over the canvas, which takes the pointer first
     page.get_by_text("The photo to plan for.").first.wait_for(timeout=15_000)  # a tooltip, from the help page's table
     assert page.get_by_text("Splits the request into atomic subtasks").count() >= 1
     page.screenshot(path=str(artifacts / "node_help.png"))

@@ -222,12 +222,14 @@ def test_batch_distributed_cleans_up_and_reports_a_workers_error(cluster, small_
     assert r.returncode == 0, r.stdout + r.stderr
     assert {name: set(history(cluster[name])) for name in ("master", "w1", "w2")} == before
 
-    shutil.copy(small_photos / "rocket.png", folder / "rocket.png")
+    bad = tmp_path / "bad_in"
+    bad.mkdir()
+    shutil.copy(small_photos / "rocket.png", bad / "rocket.png")
     out = tmp_path / "bad"
-    r = cli("batch", str(OFFLINE), "--images", str(folder), "--out", str(out), "--server", master.url,
+    r = cli("batch", str(OFFLINE), "--images", str(bad), "--out", str(out), "--server", master.url,
             "--distributed", "--quiet", *sets(*SMALL, "Toolbox.only=no_such_tool"))
     assert r.returncode == 1
-    assert "3 failed" in r.stdout and "unknown tool 'no_such_tool'" in r.stdout and "(on worker" in r.stdout, r.stdout
+    assert "1 failed" in r.stdout and "unknown tool 'no_such_tool'" in r.stdout and "(on worker" in r.stdout, r.stdout
     tb = (out / "error-rocket.txt").read_text()
     assert "toolbox.py" in tb  # the worker's traceback, not the master's Save Photo finding no image
 

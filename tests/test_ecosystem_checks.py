@@ -1,16 +1,18 @@
 """The ComfyUI ecosystem's own checks, offline: comfy-cli's `comfy node validate` (Registry metadata and its
 security rules) and the zip it publishes, comfy-test's lint (Windows-1252 source, forbidden patterns, the
-frontend extension's isolation) over what ships, ruff's pyflakes rules over the pack's code, and ESLint over
+frontend extension's isolation) over what ships, comfy-import-guard (the pack's comfy.* imports and calls against
+the source of each ComfyUI the pack supports), ruff's pyflakes rules over the pack's code, and ESLint over
 web/*.js.
 
-`make setup` installs comfy-cli and comfy-test into .setup/tools (a venv of their own), ESLint into
-.setup/eslint (npm) and ruff into the test venv. With EDIT_AGENTS_SKIP_CHECK_TOOLS=1 set, or without node.js
+`make setup` installs comfy-cli, comfy-test and comfy-import-guard into .setup/tools (a venv of their own), ESLint
+into .setup/eslint (npm) and ruff into the test venv. With EDIT_AGENTS_SKIP_CHECK_TOOLS=1 set, or without node.js
 for ESLint, the checks whose tool is missing are skipped; otherwise a missing tool fails its test.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PACK_ROOT, WORKFLOWS
+from helpers import PACK_ROOT, WORKFLOWS, setup_env
 
 TOOLS = PACK_ROOT / ".setup" / "tools" / "bin"
 ESLINT = PACK_ROOT / ".setup" / "eslint" / "node_modules" / ".bin" / "eslint"
@@ -150,6 +152,100 @@ def test_comfy_test_lint_passes_on_what_ships(registry_zip, tmp_path):
     assert not unreviewed, f"new findings, not reviewed: {sorted(unreviewed)}\n{out[-6000:]}"
     if r.returncode != 0:  # the only failure allowed is the reviewed patterns
         assert out.count("FAILED") == 1 and "[SYNTAX] FAILED" in out and forbidden_patterns(out), out[-6000:]
+
+
+# comfy-import-guard resolves a pack's comfy.* references (imports, attributes, calls and the parameters they
+# pass) against a ComfyUI git clone at a ref. Offline, that clone is a git repository made here from the ComfyUI
+# folders `make setup` prepared: one commit per version, oldest first, each tagged v<version>. It reads only
+# `comfy.*`: comfy_api, comfy_execution, comfy_extras, nodes, folder_paths and server are not checked by it.
+GUARD_PROBE = """import comfy.utils
+from comfy.samplers import NoSuchSampler
+
+
+def load(path):
+    return comfy.utils.load_torch_file(path, no_such_option=True)
+"""
+# Its findings on the pack that were reviewed and kept, by (ComfyUI version, dotted name, file), with why. None now.
+REVIEWED_GUARD_FINDINGS: dict[tuple[str, str, str], str] = {}
+
+
+def comfyui_version(folder: Path) -> str:
+    text = (folder / "comfyui_version.py").read_text()
+    return re.search(r"__version__\s*=\s*[\"']([^\"']+)", text).group(1)
+
+
+@pytest.fixture(scope="module")
+def comfyui_git(tmp_path_factory) -> tuple[Path, list[str]]:
+    """(comfy-import-guard's cache folder, its tags): .setup's ComfyUI (the main run's) and the compatibility
+    run's (the oldest supported, 0.3.75) committed into a throwaway git repository. Their folders are only read."""
+    env = setup_env()
+    folders = {}
+    for key in ("COMFYUI_DIR", "COMPAT_COMFYUI_DIR"):
+        folder = Path(env[key]) if env.get(key) else None
+        if folder and (folder / "comfyui_version.py").exists():
+            folders.setdefault(comfyui_version(folder), folder)
+    if not folders:
+        pytest.fail("no ComfyUI recorded in .setup/env: run `make setup`")
+    cache = tmp_path_factory.mktemp("import-guard")
+    repo = cache / "ComfyUI"  # where comfy-import-guard keeps its clone
+    git = ["git", "-C", repo, "-c", "user.name=edit-agents", "-c", "user.email=tests@edit-agents.invalid",
+           "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
+    tool_run(["git", "init", "-q", repo]).check_returncode()
+    # what a clone would not hold (ComfyUI's own .gitignore, read from each folder, leaves out the rest)
+    (repo / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n/custom_nodes/\n/user/\n/output/\n/temp/\n")
+    tags = []
+    for version in sorted(folders, key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v))):
+        for cmd in ([*git, "--work-tree", folders[version], "add", "-A"],
+                    [*git, "commit", "-q", "--allow-empty", "-m", f"ComfyUI {version} ({folders[version]})"],
+                    [*git, "tag", f"v{version}"]):
+            r = tool_run(cmd)
+            assert r.returncode == 0, r.stdout + r.stderr
+        tags.append(f"v{version}")
+    # nothing is checked out: the tool reads git's objects (git show REF:path), and a bare repository tells it so
+    tool_run([*git, "config", "core.bare", "true"]).check_returncode()
+    return cache, tags
+
+
+def import_guard(cache: Path, install: Path, tag: str, pack: str) -> tuple[subprocess.CompletedProcess, dict]:
+    guard = need(TOOLS / "comfy-import-guard", "comfy-import-guard")
+    r = tool_run([guard, "--offline", "--json", "--quiet", "check", "--cache-dir", cache, "--comfy-dir", install,
+                  "--target", tag, "--pack", pack, "--strict"])
+    try:
+        return r, json.loads(r.stdout)["packs"][0]
+    except (ValueError, LookupError):
+        pytest.fail(f"comfy-import-guard gave no report (exit {r.returncode}):\n{r.stdout}\n{r.stderr}")
+
+
+def test_comfy_import_guard_finds_nothing_in_what_ships_against_each_supported_comfyui(comfyui_git, registry_zip,
+                                                                                       tmp_path):
+    """The pack's comfy.* imports, attributes and calls exist and bind in every ComfyUI the tests run (0.33.0 and
+    0.3.75, the oldest supported): what ships (the Registry zip), installed as ComfyUI-Manager would."""
+    cache, tags = comfyui_git
+    # the oldest supported ComfyUI (pyproject.toml's requires-comfyui) is checked unless the set-up left it out
+    assert "v0.3.75" in tags or os.environ.get("EDIT_AGENTS_SKIP_COMPAT"), f"ComfyUI versions found: {tags}"
+    custom_nodes = tmp_path / "ComfyUI" / "custom_nodes"
+    zipfile.ZipFile(registry_zip).extractall(custom_nodes / "edit_agents")
+    (custom_nodes / "guard_probe").mkdir()
+    (custom_nodes / "guard_probe" / "__init__.py").write_text(GUARD_PROBE)
+    unexplained = []
+    for tag in tags:
+        # the tool really resolves against this version: a name no ComfyUI has, a parameter it does not take
+        r, probe = import_guard(cache, custom_nodes.parent, tag, "guard_probe")
+        assert r.returncode == 1 and probe["verdict"] == "WILL BREAK", r.stdout + r.stderr
+        assert {row["dotted"] for row in probe["breaking"]} == {"comfy.samplers.NoSuchSampler",
+                                                                "comfy.utils.load_torch_file"}, probe
+
+        r, pack = import_guard(cache, custom_nodes.parent, tag, "edit_agents")
+        assert pack["python_files"] > 40 and pack["references"] > 0, pack  # it read the pack's comfy.* uses
+        rows = [row for kind in ("breaking", "soft", "unresolvable", "signature_drift") for row in pack[kind]]
+        rows += [{"dotted": "(unparsed)", "file": row["file"], "detail": row["error"]} for row in pack["unparseable"]]
+        unexplained += [(tag, row) for row in rows
+                        if (tag[1:], row["dotted"], row["file"]) not in REVIEWED_GUARD_FINDINGS]
+        if not unexplained:
+            assert r.returncode == 0 and pack["verdict"] == "SAFE", r.stdout + r.stderr
+    assert not unexplained, "comfy-import-guard's findings, not reviewed:\n" + "\n".join(
+        f"  ComfyUI {tag[1:]}: {row['dotted']} at {row['file']}:{row.get('line', '')} {row.get('status', '')} "
+        f"{row.get('detail', '')}" for tag, row in unexplained)
 
 
 def test_ruff_finds_nothing_in_the_pack_code():
