@@ -112,3 +112,21 @@ def test_the_frontend_sends_what_the_workflow_was_built_with(frontend_page, obje
         frontend_page.screenshot(path=str(artifacts / f"frontend_{frontend_page.version}_{name}.png"))
     assert not found, f"frontend {frontend_page.version} sends other values than {name} was built with:\n" + \
         "\n".join(found)
+
+
+def test_a_planner_saved_before_its_seed_had_a_control_opens_as_it_was_saved(frontend_page, object_info):
+    """A workflow a user saved when the MCTS Planner's seed had no control widget (12 values, not 13): the pack's
+    extension puts each value back on its widget, so the frontend sends the saved mood and perceiver calls."""
+    from helpers import PACK_ROOT
+
+    old = load_json(PACK_ROOT / "tests" / "data" / "workflows_v0" / "photoagent_offline.json")
+    planner = next(n for n in old["nodes"] if n["type"] == "EditAgentsMCTSPlanner")
+    assert len(planner["widgets_values"]) == 12  # saved without the control value
+    sent = frontend_page.evaluate("""async (wf) => {
+        await window.app.loadGraphData(wf);
+        const { output } = await window.app.graphToPrompt();
+        return output;
+    }""", old)
+    close_dialogs(frontend_page)
+    inputs = sent[str(planner["id"])]["inputs"]
+    assert (inputs["seed"], inputs["mood"], inputs["perceiver_calls"], inputs["simulations"]) == (0, "", 4, 24)

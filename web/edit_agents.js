@@ -70,6 +70,19 @@ function showPreview(node, text) {
   node.setDirtyCanvas?.(true, true);
 }
 
+// A node saved before one of its inputs had a "control after generate" widget (the MCTS Planner's seed, until
+// the pack declared it) holds one value fewer for each such widget. Positionally, every value after the seed
+// would land one widget late (mood "4"); when the count says exactly that, put each value back by its widget.
+function restoreWithoutControls(node, info) {
+  const values = info?.widgets_values;
+  const saved = (node.widgets || []).filter((w) => w.serialize !== false); // what widgets_values holds
+  const controls = new Set(saved.flatMap((w) => w.linkedWidgets || []));
+  if (!Array.isArray(values) || controls.size === 0 || values.length !== saved.length - controls.size) return;
+  const plain = saved.filter((w) => !controls.has(w));
+  plain.forEach((widget, i) => { widget.value = values[i]; });
+  for (const control of controls) control.value = "fixed"; // the file kept its seed: keep it
+}
+
 app.registerExtension({
   name: "editagents.core",
   // What the panel shows, for tests and users: app.extensions.find((e) => e.name === "editagents.core").traceStore
@@ -94,6 +107,11 @@ app.registerExtension({
 
   nodeCreated(node) {
     if (!String(node.comfyClass || node.constructor?.comfyClass || "").startsWith("EditAgents")) return;
+    const configured = node.onConfigure;
+    node.onConfigure = function (info) {
+      configured?.apply(this, arguments);
+      restoreWithoutControls(this, info);
+    };
     const previous = node.onExecuted; // chain, on this instance only
     node.onExecuted = function (output) {
       previous?.apply(this, arguments);
