@@ -29,7 +29,8 @@ import aiohttp
 
 from ..agents.trace import HISTORY_KEY
 from .client import ComfyClient, ExecutionFailed
-from .main import IMAGE_SUFFIXES, Manifest, Outcome, apply_arguments, check_image, describe
+from .main import (IMAGE_SUFFIXES, Manifest, Outcome, apply_arguments, check_image, file_part, print_table,
+                   progress_line)
 from .server import ServerError
 from .workflow import WorkflowError, set_image
 
@@ -245,11 +246,11 @@ async def run_photo(master: ComfyClient, cluster: Cluster, template: dict, image
             for i, info in enumerate(out.get("images", [])):
                 if info.get("type") != "output":
                     continue
-                dest = out_dir / f"{stem}_{node_id}_{i}{Path(info['filename']).suffix or '.png'}"
+                dest = out_dir / f"{stem}_{file_part(node_id)}_{i}{Path(info['filename']).suffix or '.png'}"
                 outcome.files.append(await master.download(info, dest))
         traces = [(node_id, trace) for node_id, out in outputs.items() for trace in out.get(HISTORY_KEY, [])]
         for node_id, trace in traces:
-            dest = out_dir / (f"{stem}_{node_id}.trace.json" if len(traces) > 1 else f"{stem}.trace.json")
+            dest = out_dir / (f"{stem}_{file_part(node_id)}.trace.json" if len(traces) > 1 else f"{stem}.trace.json")
             dest.write_text(json.dumps(trace, indent=1))
             outcome.files.append(dest)
             outcome.summary = trace.get("summary", {})
@@ -263,7 +264,7 @@ async def run_photo(master: ComfyClient, cluster: Cluster, template: dict, image
     except ExecutionFailed as err:
         out_dir.mkdir(parents=True, exist_ok=True)
         tb = out_dir / f"error-{stem}.txt"
-        tb.write_text(f"{err}\n\n{err.traceback}")
+        tb.write_text(f"{err}\n\n{err.traceback}", encoding="utf-8")
         outcome.error = f"{err}\n  traceback saved to {tb}"
     except WorkerLost as err:
         outcome.error, outcome.server_lost = str(err), True
@@ -306,10 +307,7 @@ async def distributed_batch(master: ComfyClient, template: dict, out_dir: Path, 
 
     def report(o: Outcome) -> None:
         outcomes[o.source] = o
-        state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
-                                                                     "FAILED: " + o.error.splitlines()[0])
-        where = f" ({o.server})" if o.server and not o.skipped else ""
-        print(f"[{index[o.source] + 1}/{len(images)}] {o.source.name}{where}: {state}", file=sys.stderr)
+        print(progress_line(o, index[o.source], len(images), show_server=True), file=sys.stderr)
 
     todo = []
     for image in images:
@@ -332,12 +330,7 @@ async def distributed_batch(master: ComfyClient, template: dict, out_dir: Path, 
 
     await asyncio.gather(*(one(image) for image in todo))
     ordered = [outcomes[image] for image in images]
-    width = max(len(o.source.name) for o in ordered)
-    print(f"{'image':<{width}}  status  seconds  result")
-    for o in ordered:
-        status = "done" if o.skipped else ("ok" if o.ok else "FAILED")
-        print(f"{o.source.name:<{width}}  {status:<6}  {o.seconds:7.1f}  "
-              + ("done in an earlier run" if o.skipped else describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
+    print_table(ordered)
     print("ran on                          photos")
     for url in [cluster.master, *cluster.workers.values()]:
         ran = sum(1 for o in ordered if o.server == url and o.ok and not o.skipped)

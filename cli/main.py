@@ -204,6 +204,24 @@ def convert(prompt: dict, args) -> int:
     return 0
 
 
+def progress_line(o: Outcome, i: int, total: int, show_server: bool) -> str:
+    """One photo's line as a batch goes: "[i/total] name (server): ok, what was done" or its error."""
+    state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
+                                                                 "FAILED: " + o.error.splitlines()[0])
+    where = f" ({o.server})" if show_server and o.server and not o.skipped else ""
+    return f"[{i + 1}/{total}] {o.source.name}{where}: {state}"
+
+
+def print_table(ordered: list[Outcome]) -> None:
+    """A batch's summary: each photo's status, time and result (or error) on one line."""
+    width = max(len(o.source.name) for o in ordered)
+    print(f"{'image':<{width}}  status  seconds  result")
+    for o in ordered:
+        status = "done" if o.skipped else ("ok" if o.ok else "FAILED")
+        print(f"{o.source.name:<{width}}  {status:<6}  {o.seconds:7.1f}  "
+              + ("done in an earlier run" if o.skipped else describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
+
+
 async def main_async(args) -> int:
     data = load_workflow(Path(args.workflow))
     async with contextlib.AsyncExitStack() as stack:
@@ -254,10 +272,7 @@ async def batch(clients: list[ComfyClient], template: dict, out_dir: Path, args)
 
     def report(o: Outcome) -> None:
         outcomes[o.source] = o
-        state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
-                                                                     "FAILED: " + o.error.splitlines()[0])
-        where = f" ({o.server})" if len(clients) > 1 and o.server and not o.skipped else ""
-        print(f"[{index[o.source] + 1}/{len(images)}] {o.source.name}{where}: {state}", file=sys.stderr)
+        print(progress_line(o, index[o.source], len(images), show_server=len(clients) > 1), file=sys.stderr)
 
     for image in images:
         earlier = manifest.done(image)
@@ -298,12 +313,7 @@ async def batch(clients: list[ComfyClient], template: dict, out_dir: Path, args)
         image = queue.get_nowait()
         report(Outcome(image, ok=False, error="not run: " + "; ".join(lost)))
     ordered = [outcomes[image] for image in images]
-    width = max(len(o.source.name) for o in ordered)
-    print(f"{'image':<{width}}  status  seconds  result")
-    for o in ordered:
-        status = "done" if o.skipped else ("ok" if o.ok else "FAILED")
-        print(f"{o.source.name:<{width}}  {status:<6}  {o.seconds:7.1f}  "
-              + ("done in an earlier run" if o.skipped else describe(o) if o.ok else o.error.replace(chr(10), ' | ')))
+    print_table(ordered)
     if len(clients) > 1:
         print("server                          photos  busy s  photos/min")
         for c in clients:

@@ -64,6 +64,17 @@ def differences(name: str, built: dict, sent: dict, titles: dict) -> list[str]:
     return found
 
 
+def sent_by(page, workflow: dict) -> dict:
+    """The API prompt the frontend would queue for ``workflow``, opened on its canvas: its own graphToPrompt."""
+    sent = page.evaluate("""async (wf) => {
+        await window.app.loadGraphData(wf);
+        const { output } = await window.app.graphToPrompt();
+        return output;
+    }""", workflow)
+    close_dialogs(page)
+    return sent
+
+
 @pytest.fixture(scope="module", params=FRONTENDS, ids=[version for version, _ in FRONTENDS])
 def frontend_page(request, comfy_server, object_info, tmp_path_factory):
     """A page of the frontend ``request.param`` on a server that serves it (the session's for the first)."""
@@ -100,12 +111,7 @@ def test_the_page_serves_the_frontend_it_names(frontend_page):
 @pytest.mark.parametrize("name", sorted(p.name for p in WORKFLOWS.glob("*.json")))
 def test_the_frontend_sends_what_the_workflow_was_built_with(frontend_page, object_info, artifacts, name):
     workflow = load_json(WORKFLOWS / name)
-    sent = frontend_page.evaluate("""async (wf) => {
-        await window.app.loadGraphData(wf);
-        const { output } = await window.app.graphToPrompt();
-        return output;
-    }""", workflow)
-    close_dialogs(frontend_page)
+    sent = sent_by(frontend_page, workflow)
     titles = {str(n["id"]): n.get("title") for n in workflow["nodes"]}
     found = differences(name, built_prompt(name, object_info), sent, titles)
     if found:
@@ -122,11 +128,6 @@ def test_a_planner_saved_before_its_seed_had_a_control_opens_as_it_was_saved(fro
     old = load_json(PACK_ROOT / "tests" / "data" / "workflows_v0" / "photoagent_offline.json")
     planner = next(n for n in old["nodes"] if n["type"] == "EditAgentsMCTSPlanner")
     assert len(planner["widgets_values"]) == 12  # saved without the control value
-    sent = frontend_page.evaluate("""async (wf) => {
-        await window.app.loadGraphData(wf);
-        const { output } = await window.app.graphToPrompt();
-        return output;
-    }""", old)
-    close_dialogs(frontend_page)
+    sent = sent_by(frontend_page, old)
     inputs = sent[str(planner["id"])]["inputs"]
     assert (inputs["seed"], inputs["mood"], inputs["perceiver_calls"], inputs["simulations"]) == (0, "", 4, 24)
