@@ -3,7 +3,7 @@ PYTHON_BOOT ?= python3
 VENV ?= $(if $(EDIT_AGENTS_VENV),$(EDIT_AGENTS_VENV),.venv)
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-compat test-compat-run test-fast check docs bench clean
+.PHONY: setup demo test test-compat test-compat-run test-py313 test-py313-run test-fast check docs bench clean
 
 setup:
 	@$(PYTHON_BOOT) scripts/setup.py
@@ -15,10 +15,12 @@ demo: setup
 # tests, and the ecosystem's own checks (tests/test_ecosystem_checks.py: comfy node validate, the Registry zip,
 # comfy-test lint, ruff, ESLint; tests/test_fresh_install.py: every shipped workflow runs as it is on a fresh
 # install). Then the compatibility run: the server, workflow and browser tests again on the oldest supported
-# pair (ComfyUI 0.3.75 with frontend 1.32.9) that `make setup` prepared.
+# pair (ComfyUI 0.3.75 with frontend 1.32.9) that `make setup` prepared. Last the Python 3.13 run: the unit tests
+# and the offline workflow on a ComfyUI server under 3.13, which ComfyUI's portable build ships.
 test: setup
 	@$(PY) -m pytest --cov=$(CURDIR) --cov-report=term:skip-covered $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-compat-run
+	@$(MAKE) --no-print-directory test-py313-run
 
 test-compat: setup
 	@$(MAKE) --no-print-directory test-compat-run
@@ -26,6 +28,25 @@ test-compat: setup
 test-compat-run:
 	@if [ -n "$$EDIT_AGENTS_SKIP_COMPAT" ]; then echo "compatibility run skipped (EDIT_AGENTS_SKIP_COMPAT is set)"; \
 	else EDIT_AGENTS_TEST_RUN=compat $(PY) -m pytest -m "server or browser" -p no:cacheprovider $(COMPAT_ARGS) $(PYTEST_ARGS); fi
+
+# The Python 3.13 run, on the venv `make setup` made at .setup/py313 (PY313 in .setup/env; none when it found no
+# Python 3.13 or EDIT_AGENTS_SKIP_PY313 is set): the unit tests, then the offline workflow on the current ComfyUI
+# started under 3.13 (the session's server runs on the tests' own Python) and tests/test_python_version.py's check
+# that it does.
+PY313 ?= $(shell sed -n 's/^PY313=//p' .setup/env 2>/dev/null)
+PY313_SERVER_TESTS := tests/test_python_version.py \
+	"tests/test_fresh_install.py::test_each_shipped_workflow_runs_as_it_is_on_a_fresh_install[photoagent_offline.json]"
+
+test-py313: setup
+	@$(MAKE) --no-print-directory test-py313-run
+
+test-py313-run:
+	@if [ -z "$(PY313)" ]; then echo "Python 3.13 run skipped: .setup/env names no PY313 (make setup found no" \
+		"Python 3.13, or EDIT_AGENTS_SKIP_PY313 is set)"; \
+	else EDIT_AGENTS_TEST_RUN=py313 $(PY313) -m pytest -m "not server and not browser" -p no:cacheprovider \
+		$(PYTEST_ARGS); status=$$?; \
+	EDIT_AGENTS_TEST_RUN=py313 $(PY313) -m pytest -p no:cacheprovider $(PY313_SERVER_TESTS) $(PYTEST_ARGS) \
+		|| status=1; exit $$status; fi
 
 # Unit tests only (no ComfyUI server, no browser).
 test-fast: setup

