@@ -171,6 +171,17 @@ CHECKPOINT_CACHE = Path(os.environ.get("EDIT_AGENTS_TEST_CACHE", Path.home() / "
 CHECKPOINT_VERSION = "v2"  # bump when build_tiny_checkpoint.py changes (v2: TAESD's vae_scale 1, not 0)
 
 
+def built_for() -> Path:
+    """The cache folder for models built from the classes of the ComfyUI the tests run: the layouts differ between
+    versions (0.3.75 cannot detect a FLUX built from 0.33's classes)."""
+    from edit_agents.cli.server import find_comfyui
+
+    found = find_comfyui() / "comfyui_version.py"
+    version = next((line.split("=", 1)[1].strip().strip("\"'") for line in found.read_text().splitlines()
+                    if line.startswith("__version__")), "unknown") if found.exists() else "unknown"
+    return CHECKPOINT_CACHE / CHECKPOINT_VERSION / f"comfyui-{version}"
+
+
 def tiny_checkpoint(name: str, in_channels: int) -> Path:
     """A tiny SD1.5-detected checkpoint built from ComfyUI's classes, cached outside the repository."""
     import subprocess
@@ -178,7 +189,7 @@ def tiny_checkpoint(name: str, in_channels: int) -> Path:
 
     from edit_agents.cli.server import find_comfyui
 
-    path = CHECKPOINT_CACHE / CHECKPOINT_VERSION / name
+    path = built_for() / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         comfy_dir = find_comfyui()
@@ -198,8 +209,7 @@ def tiny_flux() -> tuple[Path, Path]:
 
     from edit_agents.cli.server import find_comfyui
 
-    model, vae = (CHECKPOINT_CACHE / CHECKPOINT_VERSION / n for n in ("tiny-flux-kontext.safetensors",
-                                                                      "tiny-flux-vae.safetensors"))
+    model, vae = (built_for() / n for n in ("tiny-flux-kontext.safetensors", "tiny-flux-vae.safetensors"))
     if not (model.exists() and vae.exists()):
         model.parent.mkdir(parents=True, exist_ok=True)
         comfy_dir = find_comfyui()
