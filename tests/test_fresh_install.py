@@ -17,7 +17,7 @@ import pytest
 import edit_agents
 from edit_agents.cli.client import ExecutionFailed, PromptRejected
 from edit_agents.cli.workflow import ui_to_api
-from helpers import WORKFLOWS, load_json
+from helpers import WORKFLOWS, built_prompt, differences, load_json
 
 SAMPLE = edit_agents.SAMPLE_IMAGE
 RUN_TO_THE_END = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json",
@@ -81,6 +81,16 @@ def test_the_pack_put_the_sample_photo_in_the_servers_input_folder(comfy_server,
     assert copied.read_bytes() == SAMPLE.read_bytes()
     assert SAMPLE.name in object_info["LoadImage"]["input"]["required"]["image"][0]  # the Load Image list offers it
     assert SAMPLE.name in object_info["EditAgentsLoadPhoto"]["input"]["required"]["image"][1]["options"]  # and ours
+
+
+@pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.json")), ids=lambda p: p.name)
+def test_the_cli_reads_each_workflow_as_it_was_built(path, object_info):
+    """What the CLI converts (and the test below runs) is the graph the file was built from, input by input: the
+    same the frontends send (tests/test_workflow_frontends.py), so what runs here is what a user's Run queues."""
+    workflow = load_json(path)
+    titles = {str(n["id"]): n.get("title") for n in workflow["nodes"]}
+    found = differences(path.name, built_prompt(path.name, object_info), ui_to_api(workflow, object_info), titles)
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.json")), ids=lambda p: p.name)

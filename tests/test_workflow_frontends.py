@@ -14,54 +14,13 @@ from __future__ import annotations
 import pytest
 
 from edit_agents.cli.server import LocalServer
-from edit_agents.cli.workflow import _default, _is_widget
-from helpers import WORKFLOWS, frontends, load_json, load_script
+from helpers import WORKFLOWS, built_prompt, differences, frontends, load_json
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, close_dialogs, wait_for_extension
 
 pytestmark = pytest.mark.browser
 
 FRONTENDS = frontends()
-
-
-def built_prompt(name: str, object_info: dict) -> dict[str, dict]:
-    """The API prompt a shipped workflow was built from, with the ids the UI file gives its nodes (1, 2, ... in
-    the graph's order) and every widget the graph leaves out at its default, as the file stores it."""
-    build = load_script("build_workflows")
-    graph = build.saved_as_photos(build.WORKFLOW_GRAPHS[name]["prompt"])
-    ids = {key: str(i + 1) for i, key in enumerate(graph)}
-    prompt = {}
-    for key, node in graph.items():
-        info = object_info[node["class_type"]]
-        specs = {**info["input"].get("required", {}), **info["input"].get("optional", {})}
-        order = info.get("input_order", {})
-        inputs = {}
-        for input_name in order.get("required", []) + order.get("optional", []):
-            value = node["inputs"].get(input_name)
-            if isinstance(value, list) and len(value) == 2 and value[0] in ids:
-                inputs[input_name] = [ids[value[0]], value[1]]
-            elif input_name in node["inputs"]:
-                inputs[input_name] = value
-            elif _is_widget(specs[input_name]) and _default(specs[input_name]) is not None:
-                inputs[input_name] = _default(specs[input_name])
-        prompt[ids[key]] = {"class_type": node["class_type"], "inputs": inputs}
-    return prompt
-
-
-def differences(name: str, built: dict, sent: dict, titles: dict) -> list[str]:
-    """Each input whose sent value is not the built one, named by node and input."""
-    found = []
-    for node_id, node in built.items():
-        where = f"{name} #{node_id} {titles.get(node_id) or node['class_type']}"
-        if node_id not in sent:
-            found.append(f"{where}: not sent at all")
-            continue
-        got = sent[node_id]["inputs"]
-        for input_name in sorted(set(node["inputs"]) | set(got)):
-            want, have = node["inputs"].get(input_name, "<absent>"), got.get(input_name, "<absent>")
-            if want != have:  # JSON has one number type: 7.0 is sent as 7, and 7 == 7.0 here
-                found.append(f"{where}.{input_name}: built {want!r}, sent {have!r}")
-    return found
 
 
 def sent_by(page, workflow: dict) -> dict:
