@@ -154,6 +154,32 @@ def test_geometry_tools_are_exact(photos):
     assert REGISTRY.call("expand_canvas", img, {"border": 0.1})[0].shape[:2] == (520, 720)
 
 
+def test_a_crop_box_on_the_border_is_mended_not_obeyed(photos):
+    """Valid boxes a model answered that would cut nothing or a sliver (the left edge at 0.999 of 451 pixels rounds
+    to the right border): each comes back as a region of at least 8 pixels a side inside the photo, so nothing
+    downstream meets an empty image (issue 67). A box with its edges crossed is refused by name, as before."""
+    from edit_agents.tools.spec import ToolCallError
+
+    img = photos["coffee"][:300, :451]
+    for box in ([0.999, 0.0, 1.0, 1.0], [0.0, 0.999, 1.0, 1.0], [0.5, 0.5, 0.501, 0.501], [0.0, 0.0, 0.001, 0.001]):
+        out = REGISTRY.call("crop", img, {"box": box})[0]
+        assert out.shape[0] >= 8 and out.shape[1] >= 8, (box, out.shape)
+    assert np.array_equal(REGISTRY.call("crop", img, {"box": [0.999, 0.0, 1.0, 1.0]})[0], img[:, -8:])  # the nearest
+    with pytest.raises(ToolCallError, match="x0 < x1"):
+        REGISTRY.call("crop", img, {"box": [1.0, 0.0, 1.0, 1.0]})
+
+
+def test_a_tool_that_returns_no_image_fails_its_step_by_name():
+    from edit_agents.tools.spec import ToolCallError, checked_output
+
+    for bad in (np.zeros((300, 0, 3), np.float32), np.zeros((0, 5, 3), np.float32), np.zeros((4, 4), np.float32),
+                np.full((4, 4, 3), np.nan, np.float32)):
+        with pytest.raises(ToolCallError, match="'crop'"):
+            checked_output("crop", bad)
+    good = np.zeros((1, 1, 3), np.float32)
+    assert checked_output("crop", good) is good
+
+
 def test_edit_region_changes_only_outside_the_box(photos):
     img = photos["astronaut"]
     out = REGISTRY.call("edit_region", img, {"box": [0.25, 0.25, 0.75, 0.75], "effect": "blur"})[0]

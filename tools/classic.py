@@ -282,11 +282,24 @@ def vignette(img, amount=0.3, radius=0.8):
 
 # --- geometry -----------------------------------------------------------------------
 
+MIN_CROP_SIDE = 8  # pixels: a crop never comes out thinner (an answer's box on the border is mended, not obeyed)
+
+
+def _span(a: float, b: float, size: int) -> tuple[int, int]:
+    """The pixel range [start, end) of the fractions a < b of ``size``, at least MIN_CROP_SIDE long (or the whole
+    side when shorter) and inside the image: grown about its middle, then moved off the border."""
+    start, end = round(a * size), round(b * size)
+    side = min(size, max(end - start, MIN_CROP_SIDE))
+    middle = (start + end) / 2
+    start = int(min(max(round(middle - side / 2), 0), size - side))
+    return start, start + side
+
+
 def crop(img, box=(0.0, 0.0, 1.0, 1.0)):
+    """The region [x0, y0, x1, y1] (fractions of the size, x0 < x1 and y0 < y1 as validated); a box that rounds to
+    a sliver or to nothing on a border is mended to the nearest region of at least MIN_CROP_SIDE pixels a side."""
     h, w = img.shape[:2]
-    x0, y0, x1, y1 = box
-    l, t = int(round(x0 * w)), int(round(y0 * h))
-    r, b = max(l + 1, int(round(x1 * w))), max(t + 1, int(round(y1 * h)))
+    (l, r), (t, b) = _span(box[0], box[2], w), _span(box[1], box[3], h)
     return img[t:b, l:r].copy()
 
 

@@ -346,8 +346,20 @@ class ToolRegistry:
             args["runtime"] = self.runtime
         out = spec.run(image, **args)
         if isinstance(out, ToolOutput):
-            return out.array, clean, notes + out.notes
-        return out, clean, notes
+            return checked_output(name, out.array), clean, notes + out.notes
+        return checked_output(name, out), clean, notes
+
+
+def checked_output(name: str, out: np.ndarray) -> np.ndarray:
+    """``out`` if it is an image (H x W x C, at least a pixel each way, finite); otherwise a ToolCallError, so the
+    step fails as an attempt and what reads the image next (a thumbnail, a critic) never meets it."""
+    arr = np.asarray(out)
+    if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1] == 0 or arr.shape[2] == 0:
+        raise ToolCallError(f"tool {name!r} returned an empty or malformed image (shape {tuple(arr.shape)}); "
+                            "the step is dropped")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ToolCallError(f"tool {name!r} returned NaN or infinite pixels; the step is dropped")
+    return out
 
 
 def as_mask(arr: np.ndarray, size: tuple[int, int]) -> np.ndarray:
