@@ -4,9 +4,10 @@ into ComfyUI's input folder when it loads, and nothing is uploaded first.
 The session's server (tests/conftest.py) starts with an empty input folder, as a fresh install has; the copy is
 the pack's own doing. Workflows that need no model weights run to the end; the two that need what a fresh
 install lacks stop where a user's would, and the test checks that what stops them is that and only that:
-edit_with_checkpoint.json names a checkpoint nobody has yet (the only validation error), photoagent.json asks an
-Ollama VLM that is not running here (it validates, the image loads, and the VLM's Brain is what fails), and the
-edit-model workflows name Kontext's or Qwen-Image-Edit's files (their loaders' only validation errors).
+edit_with_checkpoint.json names a checkpoint nobody has yet (the only validation error), the LLM workflows ask an
+Ollama VLM that is not running here (they validate, the image loads, and the VLM's Brain is what fails; in
+photoagent.json the rule perceiver then goes on, saying so), and the edit-model workflows name Kontext's or
+Qwen-Image-Edit's files (their loaders' only validation errors).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ SAMPLE = edit_agents.SAMPLE_IMAGE
 RUN_TO_THE_END = {"photoagent_offline.json", "cca.json", "imagagent.json", "unrolled_rounds.json", "graph_tool.json",
                   "building_blocks.json"}
 NEEDS_A_CHECKPOINT = {"edit_with_checkpoint.json"}
-NEEDS_A_VLM = {"photoagent.json", "cca_ollama.json", "imagagent_ollama.json", "imagagent_local.json"}
+NEEDS_A_VLM = {"cca_ollama.json", "imagagent_ollama.json", "imagagent_local.json"}
+GOES_ON_WITHOUT_ITS_VLM = {"photoagent.json"}  # the MCTS Planner's rule perceiver takes over (issue 67)
 NEEDS_AN_EDIT_MODEL = {"photoagent_kontext.json", "imagagent_qwen_edit.json", "cca_kontext.json"}
 EDIT_MODEL_FILES = {"unet_name", "clip_name", "clip_name1", "clip_name2", "vae_name"}  # ComfyUI's own loaders
 
@@ -43,7 +45,7 @@ def test_every_shipped_workflow_names_the_sample_photo():
         loaders = [n for n in load_json(path)["nodes"] if n["type"] == "EditAgentsLoadPhoto"]  # 16 bits, profiles
         assert loaders and all(n["widgets_values"][0] == SAMPLE.name for n in loaders), path.name
     assert {p.name for p in WORKFLOWS.glob("*.json")} == \
-        RUN_TO_THE_END | NEEDS_A_CHECKPOINT | NEEDS_A_VLM | NEEDS_AN_EDIT_MODEL, \
+        RUN_TO_THE_END | NEEDS_A_CHECKPOINT | NEEDS_A_VLM | NEEDS_AN_EDIT_MODEL | GOES_ON_WITHOUT_ITS_VLM, \
         "a new workflow: say here how far it runs on a fresh install"
 
 
@@ -102,6 +104,12 @@ def test_each_shipped_workflow_runs_as_it_is_on_a_fresh_install(path, comfy, com
         saved = [img for out in result.outputs.values() for img in out.get("images", []) if img["type"] == "output"]
         assert saved, f"{path.name}: nothing saved"
         assert any("edit_agents_trace" in out for out in result.outputs.values()), path.name
+    elif path.name in GOES_ON_WITHOUT_ITS_VLM:  # Ollama is not running: the rules propose, and the trace says so
+        result = comfy.call("run", prompt)
+        trace = next(t for out in result.outputs.values() for t in out.get("edit_agents_trace", []))
+        handed = [s for s in trace["steps"] if s.get("outputs", {}).get("fallback") == "rules"]
+        assert len(handed) == 1 and "11434" in handed[0]["action"], trace["steps"][:3]  # Ollama's URL, named
+        assert any(img["type"] == "output" for out in result.outputs.values() for img in out.get("images", []))
     elif path.name in NEEDS_AN_EDIT_MODEL:  # the model files a fresh install lacks, named by ComfyUI's loaders
         with pytest.raises(PromptRejected) as err:
             comfy.call("queue", prompt)

@@ -338,6 +338,25 @@ def test_vlm_perceiver_in_mood_mode_keeps_its_call_budget_and_is_validated(llm, 
     assert "Already executed" in llm.seen[-1].user_text() and executed in llm.seen[-1].user_text()
 
 
+def test_a_vision_perceiver_that_fails_hands_over_to_the_rules_and_the_search_goes_on(photos):
+    """An endpoint that is not there (issue 67): the MCTS search does not end; the rule perceiver proposes for the
+    rest of the run, the brain is not asked again, and the trace says why. A darkened photo still gets its edit."""
+    from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
+    from edit_agents.agents.photoagent.perceiver import BrainPerceiver
+    from edit_agents.cli.server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    tools = default_registry().subset(categories=["classic"])
+    perceiver = BrainPerceiver(OpenAIBrain(BrainConfig(provider="custom", base_url=dead, model="m", backoff=0.01,
+                                                       max_retries=1, timeout=5.0)), tools)
+    settings = MCTSSettings(simulations=8, depth=2, top_k=1, max_steps=2, patience=1, preview_side=64)
+    result = mcts_enhance(photos["coffee"] * 0.45, tools, settings=settings, perceiver=perceiver)
+    handed = [s for s in result.trace.steps if s.outputs.get("fallback") == "rules"]
+    assert len(handed) == 1 and "127.0.0.1" in handed[0].action  # once, naming the endpoint
+    assert perceiver.calls == 1  # not asked again after it failed
+    assert any(s.role == "loop" and s.action.startswith("accept") for s in result.trace.steps)
+
+
 def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(photos):
     from edit_agents.agents.photoagent.perceiver import BrainPerceiver
     from edit_agents.agents.rule_brain import RuleBrain

@@ -10,14 +10,14 @@ the trace says why an edit was or was not proposed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ...tools.spec import ToolCallError, ToolRegistry
 from .. import schemas
-from ..brain import Brain, BrainRequest, close_brains, run_blocking
+from ..brain import Brain, BrainError, BrainRequest, close_brains, run_blocking
 from ..records import ToolCall
 from ..reward import excess
 from ..metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT,
@@ -548,7 +548,8 @@ class BrainPerceiver(_Perceiver):
     their outcomes. The search asks it at each newly expanded state, up to the MCTS Planner's
     ``perceiver_calls`` per step (the user's budget: each call is a VLM request); past the budget a state reuses the proposals of
     its nearest asked ancestor. Proposals are validated against the tool specs; invalid ones are dropped
-    and noted in the trace.
+    and noted in the trace. When the brain fails (unreachable, or no valid answer within its retries), the
+    rule perceiver proposes for the rest of the run, and the trace says so: the search goes on.
     """
 
     expensive = True
@@ -558,12 +559,26 @@ class BrainPerceiver(_Perceiver):
         self.trace = trace or Trace()
         self.agent = agent
         self.calls = 0
+        self.fallback: RulePerceiver | None = None  # once the brain has failed
 
     def perceive(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str] = (), *,
                  image: np.ndarray | None = None, memory: Sequence[Memory] = (),
                  crops: Sequence[np.ndarray] | None = None) -> Perception:
         if image is None:
             raise ValueError("the VLM perceiver needs the image")
+        if self.fallback is None:
+            try:
+                return self._ask(stats, k, allowed, tried, image, memory)
+            except BrainError as err:
+                self.fallback = RulePerceiver()
+                self.trace.add("perceiver", self.agent, f"the vision brain failed ({err}); the rule perceiver "
+                               "proposes from here on", outputs={"fallback": "rules", "error": str(err)})
+        seen = self.fallback.perceive(stats, k, allowed, tried, image=image, memory=memory, crops=crops)
+        return replace(seen, source="rules (the vision brain failed)")
+
+    def _ask(self, stats: Mapping[str, float], k: int, allowed: Iterable[str], tried: Iterable[str],
+             image: np.ndarray, memory: Sequence[Memory]) -> Perception:
+        """One call to the brain: its scene and validated actions."""
         allowed = set(allowed)
         tools = self.tools.subset([n for n in self.tools.names() if n in allowed])
 
