@@ -30,7 +30,7 @@ import aiohttp
 from ..agents.trace import HISTORY_KEY
 from .client import ComfyClient, ExecutionFailed
 from .main import (IMAGE_SUFFIXES, Manifest, Outcome, apply_arguments, check_image, file_part, print_table,
-                   progress_line)
+                   progress_line, still_to_do)
 from .server import ServerError
 from .workflow import WorkflowError, set_image
 
@@ -309,13 +309,7 @@ async def distributed_batch(master: ComfyClient, template: dict, out_dir: Path, 
         outcomes[o.source] = o
         print(progress_line(o, index[o.source], len(images), show_server=True), file=sys.stderr)
 
-    todo = []
-    for image in images:
-        earlier = manifest.done(image)
-        if earlier is not None:
-            report(Outcome(image, ok=True, files=earlier, skipped=True))
-        else:
-            todo.append(image)
+    todo = still_to_do(images, manifest, report)
     slots = asyncio.Semaphore(2 * participants)
 
     async def one(image: Path) -> None:

@@ -204,6 +204,18 @@ def convert(prompt: dict, args) -> int:
     return 0
 
 
+def still_to_do(images: list[Path], manifest: Manifest, report) -> list[Path]:
+    """The photos an earlier run of this batch has not done; each done one is reported as skipped."""
+    todo = []
+    for image in images:
+        earlier = manifest.done(image)
+        if earlier is not None:
+            report(Outcome(image, ok=True, files=earlier, skipped=True))
+        else:
+            todo.append(image)
+    return todo
+
+
 def progress_line(o: Outcome, i: int, total: int, show_server: bool) -> str:
     """One photo's line as a batch goes: "[i/total] name (server): ok, what was done" or its error."""
     state = "skipped, done in an earlier run" if o.skipped else ("ok, " + describe(o) if o.ok else
@@ -274,12 +286,8 @@ async def batch(clients: list[ComfyClient], template: dict, out_dir: Path, args)
         outcomes[o.source] = o
         print(progress_line(o, index[o.source], len(images), show_server=len(clients) > 1), file=sys.stderr)
 
-    for image in images:
-        earlier = manifest.done(image)
-        if earlier is not None:
-            report(Outcome(image, ok=True, files=earlier, skipped=True))
-        else:
-            queue.put_nowait(image)
+    for image in still_to_do(images, manifest, report):
+        queue.put_nowait(image)
 
     running = 0  # photos on a server now: one of them may come back if its server dies
     changed = asyncio.Condition()

