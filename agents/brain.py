@@ -45,6 +45,8 @@ class BrainRequest:
     # what is wrong but unambiguous to mend (a forward dependency to drop): mends ``data`` in place and returns
     # a note per mend. Tool parameters beyond their bounds are clamped for every request (``clamp_numbers``).
     repair: Callable[[dict[str, Any]], list[str]] | None = field(default=None, repr=False)
+    # called with the answer's text so far while a brain streams it (the node's progress text, the trace panel)
+    on_text: Callable[[str], None] | None = field(default=None, repr=False)
 
     def mend(self, data: Any) -> list[str]:
         """Mend what is unambiguous before the answer is checked: tool parameters clamped into their bounds

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -208,6 +208,11 @@ class LocalBrain:
         self.vision = _model_type(self.path) in VISION_TYPES
         self.manager, self.shelf = manager or LocalDevice(), shelf
         self._draws = itertools.count()  # calls so far: each sampled call gets its own seed from it
+
+    def resampled(self, temperature: float, seed: int | None) -> "LocalBrain":
+        """The same model sampling at ``temperature`` with ``seed`` (CCA's second generator)."""
+        config = replace(self.config, temperature=temperature, seed=self.config.seed if seed is None else seed)
+        return LocalBrain(config, self.manager, self.shelf)
 
     def model(self) -> LocalModel:
         return self.shelf.get(self.path, self.manager)

@@ -13,7 +13,7 @@ import io
 import ipaddress
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
@@ -48,6 +48,20 @@ PROVIDERS: dict[str, Provider] = {
     "custom": Provider("Custom endpoint", None, None, "", "any OpenAI-compatible server"),
 }
 
+LOCAL_CONTEXT = 4096  # Ollama's default num_ctx on GPUs under 24 GiB; vLLM/LM Studio/llama.cpp serve what they were told
+# hosted models' context windows by name prefix (their providers' model pages); others get HOSTED_CONTEXT
+HOSTED_WINDOWS = (("gpt-4.1", 1_000_000), ("gpt-5", 400_000), ("gpt-4o", 128_000), ("o3", 200_000), ("o4", 200_000),
+                  ("gemini", 1_000_000), ("qwen-vl-max", 131_072), ("qwen-vl-plus", 131_072), ("deepseek", 65_536),
+                  ("doubao", 32_768))
+HOSTED_CONTEXT = 32_768
+
+
+def hosted_context(model: str) -> int:
+    """A hosted model's context window by its name, or a conservative 32k for one not listed."""
+    name = model.strip().lower()
+    return next((size for prefix, size in HOSTED_WINDOWS if name.startswith(prefix)), HOSTED_CONTEXT)
+
+
 STRUCTURED_MODES = ("json_schema", "json_object", "prompt")  # tried in this order when an endpoint refuses one
 
 
@@ -68,6 +82,10 @@ class BrainConfig:
     backoff: float = 0.5  # seconds before the first retry; doubles each time
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)  # model -> USD per 1M (input, output) tokens
     allow_insecure_http: bool = False  # send a key over plain HTTP to a non-loopback host
+    context: int = 0  # tokens the model sees per call, prompt and answer; 0: the provider's default (context_size)
+    keep_alive: str = ""  # Ollama: how long the model stays loaded after a call ("5m", "0", "-1"); empty: Ollama's own
+    unload_before_models: bool = False  # Ollama: unload its models before ComfyUI loads a large one
+    seed: int | None = None  # sent with every call where the endpoint takes one; None: the endpoint's own
 
     def __post_init__(self):
         if self.provider not in PROVIDERS:
@@ -83,6 +101,15 @@ class BrainConfig:
                 raise BrainError(f"{name} must be above 0, got {getattr(self, name)}")
         if self.max_retries < 0 or self.reasks < 0:
             raise BrainError("max_retries and reasks must be 0 or more")
+        if self.context and self.context < 512:
+            raise BrainError(f"context must be 0 (the provider's default) or at least 512 tokens, got {self.context}")
+
+    @property
+    def context_size(self) -> int:
+        """The context the requests are fitted to: the Brain's own, else 4096 for a local server (Ollama's
+        default under 24 GiB of GPU memory) and the model's documented window for a hosted one."""
+        return self.context or (LOCAL_CONTEXT if PROVIDERS[self.provider].key_env is None
+                                else hosted_context(self.model))
 
     @property
     def key_env(self) -> str | None:
@@ -122,9 +149,14 @@ class OpenAIBrain:
         self._structured = config.structured
         self._token_param = "max_tokens"  # current OpenAI models want max_completion_tokens: learnt from their 400
         self._send_temperature = True  # ...and some refuse any temperature but their default
+        self._send_seed = config.seed is not None  # ...or a seed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client = None
         self._gate: asyncio.Semaphore | None = None
+
+    def resampled(self, temperature: float, seed: int | None) -> "OpenAIBrain":
+        """The same endpoint and model sampling at ``temperature`` with ``seed`` (CCA's second generator)."""
+        return OpenAIBrain(replace(self.config, temperature=temperature, seed=seed))
 
     # -- connection ------------------------------------------------------------------
 
@@ -198,6 +230,10 @@ class OpenAIBrain:
             answer.notes.append(f"{self._endpoint()} refused temperature {self.config.temperature:g} (HTTP 400); "
                                 "leaving it to the model's default")
             return True
+        if "seed" in said and self._send_seed:
+            self._send_seed = False
+            answer.notes.append(f"{self._endpoint()} refused seed (HTTP 400); sampling with the endpoint's own")
+            return True
         if any(w in said for w in ("response_format", "json_schema", "json_object", "structured")) \
                 and self._structured != "prompt":
             lower = STRUCTURED_MODES[STRUCTURED_MODES.index(self._structured) + 1]
@@ -215,6 +251,8 @@ class OpenAIBrain:
             kwargs[self._token_param] = max_tokens
             if self._send_temperature:
                 kwargs["temperature"] = self.config.temperature
+            if self._send_seed:
+                kwargs["seed"] = self.config.seed
             if fmt is not None:
                 kwargs["response_format"] = fmt
             answer.requests += 1

@@ -77,6 +77,7 @@ async def ask(brain: Brain, request: BrainRequest, where: Where, action: str,
         where.should_stop()
     start = time.perf_counter()
     request.agent = where.agent
+    request.on_text = lambda text: where.trace.live(request.role, where.agent, text)
     answer = await interruptible(brain.ask(request), where.should_stop)
     where.trace.add(request.role, where.agent, action, started=start, round=where.round, subtask=where.subtask,
                     attempt=where.attempt,

@@ -41,6 +41,8 @@ class Trace:
     version: int = TRACE_VERSION
     # called with each new step (e.g. to stream it to the web extension); never serialised
     listener: Callable[[TraceStep], None] | None = field(default=None, repr=False, compare=False)
+    # called with (role, agent, text so far) while a brain streams an answer; never serialised
+    streamer: Callable[[str, str, str], None] | None = field(default=None, repr=False, compare=False)
 
     def add(self, role: str, agent: str, action: str, *, started: float | None = None, preview: Any = None,
             **fields: Any) -> TraceStep:
@@ -55,6 +57,11 @@ class Trace:
         if self.listener is not None:
             self.listener(step)
         return step
+
+    def live(self, role: str, agent: str, text: str) -> None:
+        """Pass a streaming answer's text so far to whoever watches (nothing is recorded: the step comes after)."""
+        if self.streamer is not None:
+            self.streamer(role, agent, text)
 
     def listen(self, listener: Callable[[TraceStep], None] | None, replay: bool = True) -> None:
         """Send each new step (and, with ``replay``, every step so far) to ``listener``."""
