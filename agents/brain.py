@@ -17,6 +17,7 @@ import numpy as np
 from ..tools.errors import shown_by_name
 
 T = TypeVar("T")
+REASK_ECHO = 600  # characters of a rejected answer quoted back in a re-ask
 
 
 @shown_by_name
@@ -47,6 +48,9 @@ class BrainRequest:
     repair: Callable[[dict[str, Any]], list[str]] | None = field(default=None, repr=False)
     # called with the answer's text so far while a brain streams it (the node's progress text, the trace panel)
     on_text: Callable[[str], None] | None = field(default=None, repr=False)
+    # drops the oldest piece of history (a thumbnail, else an entry) from ``text`` and ``images`` in place and says
+    # what it dropped, or returns None when nothing is left to drop: how a request is fitted to a context
+    trim: Callable[[], str | None] | None = field(default=None, repr=False)
 
     def mend(self, data: Any) -> list[str]:
         """Mend what is unambiguous before the answer is checked: tool parameters clamped into their bounds
@@ -70,6 +74,7 @@ class BrainAnswer:
     cost: float = 0.0
     wall_ms: float = 0.0
     requests: int = 0  # HTTP requests made (retries and re-asks included)
+    prompt_tokens: int = 0  # the first request's prompt as the brain counted it to fit its context (0: not counted)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -84,9 +89,18 @@ class Brain(Protocol):
 
 
 def system_with_schema(request: BrainRequest) -> str:
-    """The system prompt every model brain sends: the role's prompt, then the schema its answer must fit."""
+    """The system prompt for an endpoint that is not given the schema as a parameter: the role's prompt, then the
+    schema its answer must fit (compact: no spaces)."""
     return (request.system.rstrip() + "\n\nAnswer with one JSON object only, no prose, that fits this JSON schema:\n"
-            + json.dumps(request.schema))
+            + json.dumps(request.schema, separators=(",", ":")))
+
+
+def system_for(request: BrainRequest, schema_as_parameter: bool) -> str:
+    """The system prompt a brain sends: the schema goes once, as the structured-output parameter where the
+    endpoint takes one (it constrains decoding there), else in the prompt."""
+    if schema_as_parameter:
+        return request.system.rstrip() + "\n\nAnswer with one JSON object only, no prose."
+    return system_with_schema(request)
 
 
 async def ask_until_valid(request: BrainRequest, messages: list[dict], answer: BrainAnswer, tries: int,
@@ -94,7 +108,7 @@ async def ask_until_valid(request: BrainRequest, messages: list[dict], answer: B
     """The bounded re-ask loop every model brain shares: ``complete`` the chat, parse the JSON, check its shape
     and meaning (``request.problem``), and when it fails ask again with the problem quoted, at most ``tries``
     answers in all; then ``InvalidAnswerError`` naming ``who`` and the last problem."""
-    problem = ""
+    problem, first = "", list(messages)
     for turn in range(tries):
         text = await complete(messages)
         try:
@@ -106,9 +120,9 @@ async def ask_until_valid(request: BrainRequest, messages: list[dict], answer: B
         if not problem:
             return data
         answer.notes.append(f"answer {turn + 1} rejected: {problem}")
-        messages = messages + [
-            {"role": "assistant", "content": text[:4000]},
-            {"role": "user", "content": f"That answer was not valid: {problem}. Reply again with only a JSON "
+        messages = first + [  # only the last rejected answer, cut short: a re-ask fits the context's reserve
+            {"role": "assistant", "content": text[:REASK_ECHO]},
+            {"role": "user", "content": f"That answer was not valid: {problem[:REASK_ECHO]}. Reply again with only a JSON "
                                         "object that fits the schema."}]
     raise InvalidAnswerError(f"{who} gave no valid {request.role} answer in {tries} tries; last problem: {problem}")
 

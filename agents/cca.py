@@ -27,6 +27,39 @@ from .trace import Trace
 
 AGENT = "cca"
 BOLDER = 1.6  # the second generator's rule brain, when it gets the default: bolder, so the two compete
+# generator 2's model brains, when it gets the default: the first's sampling made hotter (see ``hotter``). Chosen,
+# not measured: 0.5 is a clear step; 0.7 is where chat models vary their answers (a greedy 0 becomes it); above
+# 1.2 a small local model's JSON answers break more often, costing re-asks
+HOTTER_BY, HOT_FLOOR, HOT_CAP = 0.5, 0.7, 1.2
+SECOND_SEED = 2  # generator 2's seed when generator 1's brain sends none: its own, fixed, so a rerun samples alike
+
+
+def second_temperature(first: float) -> float:
+    """Generator 2's temperature from generator 1's: 0.5 hotter, at least 0.7, at most 1.2, and never cooler than
+    the first (a first already above 1.2 is kept)."""
+    return round(max(first, min(max(first + HOTTER_BY, HOT_FLOOR), HOT_CAP)), 3)
+
+
+def hotter(brain: Brain) -> Brain:
+    """Generator 2's variant of a model brain: the same endpoint and model, sampling at ``second_temperature`` of
+    the first's with the first's seed + 1 (``SECOND_SEED`` when the first has none). A brain that cannot be
+    resampled (the rule brain, a brain of the user's own without ``resampled``) is returned as it is.
+
+    Why: the paper's two generators run the same models and differ only by chance, in their plans and results; at
+    the Brain's default temperature (0.2 for endpoints, 0 for local models) and one seed, two generators sharing
+    one model answered alike, so the competition had nothing to choose from."""
+    resample, config = getattr(brain, "resampled", None), getattr(brain, "config", None)
+    if resample is None or config is None:
+        return brain
+    seed = getattr(config, "seed", None)
+    return resample(second_temperature(float(getattr(config, "temperature", 0.0) or 0.0)),
+                    SECOND_SEED if seed is None else seed + 1)
+
+
+def _sampling(brain: Brain) -> str:
+    config = getattr(brain, "config", None)
+    seed = getattr(config, "seed", None)
+    return f"temperature {getattr(config, 'temperature', 0.0):g}, seed {'none' if seed is None else seed}"
 
 
 @dataclass
@@ -45,6 +78,7 @@ class CCACast:
     generators: list[Generator]
     discriminator: Brain
     competitor: Brain
+    notes: list[str] = field(default_factory=list)  # how the defaults were made, for the trace
 
     def __post_init__(self):
         if len(self.generators) < 1:
@@ -54,15 +88,31 @@ class CCACast:
     def of(cls, planner: Brain | None = None, executor: Brain | None = None, generator_2: Brain | None = None,
            discriminator: Brain | None = None, competitor: Brain | None = None) -> "CCACast":
         """Two generators from the roles a user connects, with the defaults: the planner is the rule brain; the
-        executors are the planner; generator 2 is ``generator_2`` (planner and executor), else plans with the
-        planner and executes with a bolder rule brain when the executor is the rule brain (so the two differ),
-        else with the executor; the discriminator is the planner and the competitor the discriminator."""
+        executors are the planner; the discriminator is the planner and the competitor the discriminator.
+        Generator 2 is ``generator_2`` (planner and executor) when one is given. Otherwise it is generator 1 made
+        to differ, as the paper's two generators differ by sampling: its executor is a bolder rule brain
+        (``BOLDER``) when generator 1's is the rule brain, else generator 1's executor sampled hotter with its own
+        seed (``hotter``); its planner is generator 1's planner sampled hotter too, as the paper (§3.3) puts the
+        generators' first differences in their plans, which vary by chance; or the same rule planner, which cannot
+        sample."""
         planner = planner or RuleBrain()
         executor = executor or planner
-        second = generator_2 or (RuleBrain(boldness=BOLDER) if isinstance(executor, RuleBrain) else executor)
         discriminator = discriminator or planner
-        return cls([Generator("generator-1", planner, executor), Generator("generator-2", generator_2 or planner, second)],
-                   discriminator, competitor or discriminator)
+        notes = []
+        if generator_2 is not None:
+            planner_2 = executor_2 = generator_2
+        else:
+            planner_2 = hotter(planner)
+            executor_2 = (RuleBrain(boldness=BOLDER) if isinstance(executor, RuleBrain)
+                          else planner_2 if executor is planner else hotter(executor))
+            pairs = ([("planner and executor", planner, planner_2)] if executor_2 is planner_2 else
+                     [("planner", planner, planner_2), ("executor", executor, executor_2)])
+            for role, first, second in pairs:
+                if second is not first and not isinstance(second, RuleBrain):
+                    notes.append(f"generator-2's {role} samples hotter than generator-1's so that the two differ: "
+                                 f"{_sampling(second)} against {_sampling(first)}")
+        return cls([Generator("generator-1", planner, executor), Generator("generator-2", planner_2, executor_2)],
+                   discriminator, competitor or discriminator, notes)
 
     def brains(self) -> list[Brain]:
         return [b for g in self.generators for b in (g.planner, g.executor)] + [self.discriminator, self.competitor]
@@ -130,7 +180,10 @@ class CCAState:
 
 
 def start(cast: CCACast, settings: CCASettings) -> CCAState:
-    return CCAState(Trace(title=f"CCA: {len(cast.generators)} generators x up to {settings.rounds} rounds"))
+    state = CCAState(Trace(title=f"CCA: {len(cast.generators)} generators x up to {settings.rounds} rounds"))
+    for note in cast.notes:
+        state.trace.add("loop", AGENT, note)
+    return state
 
 
 @dataclass
@@ -150,12 +203,20 @@ def _rival(state: CCAState, cast: CCACast, gen: Generator) -> Candidate | None:
 
 
 async def _plan_one(state: CCAState, work: RoundPlans, tools: ToolRegistry, cast: CCACast, gen: Generator,
-                    should_stop) -> Plan:
-    """CCA's planner step for one generator: reflect on its own result and learn from the rival's."""
+                    should_stop, differ_from: tuple[str, Plan] | None = None) -> Plan:
+    """CCA's planner step for one generator: reflect on its own result and learn from the rival's. With
+    ``differ_from`` (a rival's name and its plan this round, which the first plan repeated), the planner is told
+    that plan and asked for one that differs from it."""
     own, rival = state.last.get(gen.name), _rival(state, cast, gen)
     others = len(cast.generators) - 1
     identity = (f"You are {gen.name}, one of {len(cast.generators)} generator agents competing on this request: make "
                 "your own plan; a rival's plan and feedback, when shown, are to learn from, not to copy.") if others else ""
+    if differ_from is not None:
+        name, same = differ_from
+        identity += (f"\nYour first plan this round was the same as {name}'s plan this round: {same.summary()}. Two "
+                     "generators running one plan compete on nothing: make a plan that differs from it (another tool "
+                     "for a subtask, another order, or another split of the request) while still serving the "
+                     "request; repeat a subtask only where no other tool can do it.")
     return await roles.plan(gen.planner, work.request, tools, work.base,
                             Where(state.trace, gen.name, round=work.round, should_stop=should_stop), state.history,
                             previous=own.plan if own else None, own_feedback=own.feedback if own else None,
@@ -185,8 +246,9 @@ async def _questions(state: CCAState, discriminator: Brain, work: RoundPlans, to
 
 async def plan_round(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry, cast: CCACast,
                      settings: CCASettings, should_stop=None) -> RoundPlans:
-    """A round's plan step: in round 0 the caption, then the request's questions beside every planner. A planner
-    that fails fails its generator's candidate; a brain that must stop the run raises."""
+    """A round's plan step: in round 0 the caption, then the request's questions beside every planner; then a
+    plan identical to an earlier generator's is planned once more (``_differ``). A planner that fails fails its
+    generator's candidate; a brain that must stop the run raises."""
     rnd = state.rounds_run
     judge = Where(state.trace, "discriminator", round=rnd, should_stop=should_stop)
     if state.questions is None:
@@ -204,7 +266,46 @@ async def plan_round(state: CCAState, image: np.ndarray, request: EditRequest, t
         _questions(state, cast.discriminator, work, tools, image, judge))
     work.plans = {g.name: p for g, (p, _) in zip(cast.generators, plans) if p is not None}
     work.failed = {g.name: why for g, (_, why) in zip(cast.generators, plans) if why}
+    await _differ(state, work, tools, cast, should_stop)
     return work
+
+
+def _subtasks(plan: Plan) -> list[tuple[str, str]]:
+    return [(s.tool, " ".join(s.goal.lower().split())) for s in plan.subtasks]
+
+
+async def _differ(state: CCAState, work: RoundPlans, tools: ToolRegistry, cast: CCACast, should_stop) -> None:
+    """A plan identical to an earlier generator's plan of the same round (the same subtasks: tools and goals, in
+    order; an empty plan is never compared) is noted in the trace and planned once more, the planner told the
+    rival's plan to differ from. A second identical plan is kept, and the trace says so; so is the first when the
+    re-plan fails (it failed only this re-plan) or when the planner is the rule brain, which answers one request
+    with one plan."""
+    rnd, trace = work.round, state.trace
+    for i, gen in enumerate(cast.generators):
+        plan = work.plans.get(gen.name)
+        same = next((g.name for g in cast.generators[:i] if g.name in work.plans and plan is not None
+                     and plan.subtasks and _subtasks(work.plans[g.name]) == _subtasks(plan)), None)
+        if same is None:
+            continue
+        rival = work.plans[same]
+        if isinstance(gen.planner, RuleBrain):
+            trace.add("loop", AGENT, f"round {rnd}: {gen.name}'s plan is the same as {same}'s; not planned again: the "
+                                     "rule planner answers one request with one plan", round=rnd, outputs={"same_as": same, "plan": plan.summary()})
+            continue
+        trace.add("loop", AGENT, f"round {rnd}: {gen.name}'s plan is the same as {same}'s ({plan.summary()}); "
+                                 "planned once more, told to differ from it", round=rnd,
+                  outputs={"same_as": same, "plan": plan.summary()})
+        again, why = await attempted(_plan_one(state, work, tools, cast, gen, should_stop, (same, rival)))
+        if why:
+            trace.add("loop", AGENT, f"round {rnd}: {gen.name}'s second plan failed ({why}); its first is kept",
+                      round=rnd, outputs={"error": why})
+        elif _subtasks(again) == _subtasks(rival):
+            work.plans[gen.name] = again
+            trace.add("loop", AGENT, f"round {rnd}: {gen.name}'s second plan is the same as {same}'s again; kept: "
+                                     "both generators run one plan this round", round=rnd,
+                      outputs={"same_as": same, "plan": again.summary()})
+        else:
+            work.plans[gen.name] = again
 
 
 async def _execute(state: CCAState, work: RoundPlans, tools: ToolRegistry, gen: Generator,

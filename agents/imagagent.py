@@ -50,14 +50,25 @@ class IMAGAgentCast:
     executor: Brain
     experts: list[Brain]
     aggregator: Brain
+    notes: list[str] = field(default_factory=list)  # how the defaults were made, for the trace
 
     @classmethod
     def of(cls, planner: Brain | None = None, executor: Brain | None = None, experts: list[Brain | None] = (),
            aggregator: Brain | None = None) -> "IMAGAgentCast":
         """The cast from the roles a user connects, with the defaults: the planner is the rule brain, and every
-        other role (each expert too) the planner."""
+        other role (each expert too) the planner. So a panel left unconnected is one model asked three times
+        (each with its expert's emphasis), where the paper's panel is three different VLMs (Qwen-VL-Max,
+        Doubao-Seed-1.6-Vision, Doubao-Seed-1.6) and its ablation puts that panel ahead of a single expert; the
+        trace says so. Give ``experts`` one brain each to follow the paper."""
         planner = planner or RuleBrain()
-        return cls(planner, executor or planner, [b or planner for b in experts] or [planner], aggregator or planner)
+        shared = [i for i, b in enumerate(experts) if b is None] if experts else [0]
+        who = ("the experts use" if len(shared) == max(len(experts), 1)
+               else f"the experts of input(s) {', '.join(str(i + 1) for i in shared)} use")
+        notes = [] if isinstance(planner, RuleBrain) or not shared else [  # the rule brain is no model to vary
+            f"{who} the planner's brain ({planner.name}): one model asked once per expert, where the paper's panel "
+            "is three different models; connect a Brain to each expert input to give each its own"]
+        return cls(planner, executor or planner, [b or planner for b in experts] or [planner], aggregator or planner,
+                   notes)
 
     def panel(self, settings: ClosedLoopSettings) -> list[tuple[str, Brain]]:
         """(expert, brain) for every expert of the settings."""
@@ -132,6 +143,8 @@ async def start(image: np.ndarray, request: EditRequest, tools: ToolRegistry, ca
     cast.panel(settings)
     trace = Trace(title=f"IMAGAgent closed loop: up to {settings.max_attempts} attempts per subtask")
     history = HistoryContext()
+    for note in cast.notes:
+        trace.add("loop", AGENT, note)
     the_plan = await roles.plan(cast.planner, request, tools, image, Where(trace, AGENT, should_stop=should_stop),
                                 history)
     history.add("plan", the_plan.summary())

@@ -26,7 +26,8 @@ from ..tools.backends import require
 from ..tools.errors import shown_by_name
 from ..tools.imageops import resize_longest, to_uint8
 from ..tools.models import LocalDevice, MissingModelError, ModelFileError
-from .brain import BrainAnswer, BrainError, BrainRequest, ask_until_valid, system_with_schema
+from . import budget
+from .brain import BrainAnswer, BrainError, BrainRequest, ask_until_valid, system_for
 
 FOLDER = "LLM"  # models/LLM/<name>/, the folder other ComfyUI VLM packs use
 EXAMPLES = ("Qwen/Qwen2.5-VL-3B-Instruct", "HuggingFaceTB/SmolVLM-256M-Instruct", "Qwen/Qwen2.5-1.5B-Instruct (text only)")
@@ -128,6 +129,8 @@ class LocalModel:
         self.vocab = self.model.get_output_embeddings().weight.shape[0]
         self._grammar_tokenizer = None
         self._closers: Any = None
+        config = getattr(self.model.config, "text_config", None) or self.model.config  # VLMs nest the LM's
+        self.context = int(getattr(config, "max_position_embeddings", 0) or 32768)
 
     def place(self) -> Any:
         """Load to the compute device (ComfyUI may have offloaded it for a diffusion model) and return it."""
@@ -192,6 +195,7 @@ class LocalBrainConfig:
     reasks: int = 2
     constrained: bool = True  # decoding follows the schema (llguidance); off only to measure what it costs
     seed: int = 0
+    context: int = 0  # tokens per call, prompt and answer; 0: the model's own window (its config)
 
     def __post_init__(self):
         if self.max_tokens < 16 or self.image_side < 16 or self.reasks < 0 or self.temperature < 0:
@@ -221,11 +225,12 @@ class LocalBrain:
         start = time.perf_counter()
         model = await asyncio.to_thread(self.model)
         answer = BrainAnswer(data={}, brain=self.name)
-        images = list(request.images) if model.vision else []
         if request.images and not model.vision:
             answer.notes.append(f"{len(request.images)} image(s) not shown: {self.config.model} reads text only")
-        user = [{"type": "image"} for _ in images] + [{"type": "text", "text": request.text}]
-        messages = [{"role": "system", "content": system_with_schema(request)}, {"role": "user", "content": user}]
+        system, answer.prompt_tokens, left_out = await asyncio.to_thread(self.fit, model, request)
+        answer.notes.extend(left_out)
+        images = list(request.images) if model.vision else []  # the fit may have left thumbnails out
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": self._user(request, images)}]
 
         async def complete(chat: list[dict]) -> str:
             cancelled = threading.Event()
@@ -239,6 +244,38 @@ class LocalBrain:
                                             f"{self.name} ({self.path})")
         answer.wall_ms = (time.perf_counter() - start) * 1000.0
         return answer
+
+    @staticmethod
+    def _user(request: BrainRequest, images: list[np.ndarray]) -> list[dict]:
+        return [{"type": "image"} for _ in images] + [{"type": "text", "text": request.text}]
+
+    def fit(self, model: LocalModel, request: BrainRequest) -> tuple[str, int, list[str]]:
+        """Trim ``request`` to the model's context, counted exactly by its own processor (images included);
+        the schema goes in the prompt only when decoding is not constrained to it."""
+        def count(system: str, req: BrainRequest) -> int:
+            images = list(req.images) if model.vision else []
+            return self.prompt_length(model, [{"role": "system", "content": system},
+                                              {"role": "user", "content": self._user(req, images)}], images)
+
+        window = self.window(model)  # the answer gets what the prompt leaves (generate), at least a quarter
+        return budget.fit(request, lambda r: system_for(r, self.config.constrained), context=window,
+                          answer_tokens=min(self.config.max_tokens, window // 4), side=self.config.image_side, model=self.config.model,
+                          who=f"{self.name} ({self.path})", count=count,
+                          setting=f"the model's context ({window} tokens; {self.config.model} allows {model.context})")
+
+    def window(self, model: LocalModel) -> int:
+        """The tokens a call may take, prompt and answer: the Brain's context, within the model's own."""
+        return min(self.config.context or model.context, model.context)
+
+    def prompt_length(self, model: LocalModel, chat: list[dict], images: list[np.ndarray]) -> int:
+        """The tokens ``chat`` takes once through the model's chat template and processor."""
+        chat = [{**m, "content": m["content"] if isinstance(m["content"], list)
+                 else [{"type": "text", "text": m["content"]}]} for m in chat]
+        prompt = model.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        if model.vision:
+            pictures = [_picture(img, self.config.image_side) for img in images]
+            return int(model.processor(text=[prompt], images=pictures or None, return_tensors="np")["input_ids"].shape[1])
+        return len(model.tokenizer([prompt], add_special_tokens=False)["input_ids"][0])
 
     def generate(self, model: LocalModel, chat: list[dict], images: list[np.ndarray], schema: dict | None,
                  answer: BrainAnswer, cancelled: threading.Event | None = None,
@@ -276,7 +313,8 @@ class LocalBrain:
             with torch.random.fork_rng(devices=devices, enabled=self.config.temperature > 0), torch.inference_mode():
                 if self.config.temperature > 0:
                     torch.manual_seed(self.config.seed * 1_000_003 + draw)
-                out = model.model.generate(**inputs, max_new_tokens=self.config.max_tokens, logits_processor=processors,
+                out = model.model.generate(**inputs, max_new_tokens=max(1, min(self.config.max_tokens,
+                                                                                self.window(model) - prompt_len)), logits_processor=processors,
                                            stopping_criteria=stops, eos_token_id=model.eos,
                                            pad_token_id=model.tokenizer.pad_token_id or model.eos[0], **sampling)
         if stop.stopped:

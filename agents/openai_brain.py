@@ -21,7 +21,8 @@ import numpy as np
 
 from ..tools.backends import require
 from ..tools.imageops import resize_longest, to_uint8
-from .brain import (BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, ask_until_valid,
+from . import budget
+from .brain import (BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, ask_until_valid, system_for,
                     system_with_schema)
 
 
@@ -219,8 +220,12 @@ class OpenAIBrain:
     def _bad_request(self, err: Exception, answer: BrainAnswer) -> bool:
         """Adapt to what a 400 names and return True to send again; False when it names nothing we can change.
         Current OpenAI models (o-series, GPT-5.x) refuse ``max_tokens`` and a non-default ``temperature``; other
-        endpoints refuse a ``response_format``. Only the part the error names is changed."""
+        endpoints refuse ``stream_options``, streaming, or a ``response_format``. Only the part the error names is
+        changed."""
+        import re
+
         said = _short(err).lower()
+        streaming = getattr(self, "_streaming", "with usage")
         if "max_tokens" in said and self._token_param == "max_tokens":
             self._token_param = "max_completion_tokens"
             answer.notes.append(f"{self._endpoint()} refused max_tokens (HTTP 400); sending max_completion_tokens")
@@ -234,6 +239,14 @@ class OpenAIBrain:
             self._send_seed = False
             answer.notes.append(f"{self._endpoint()} refused seed (HTTP 400); sampling with the endpoint's own")
             return True
+        if "stream_options" in said and streaming == "with usage":
+            self._streaming = "without usage"
+            answer.notes.append(f"{self._endpoint()} refused stream_options (HTTP 400); streaming without usage")
+            return True
+        if re.search(r"\bstream(ing)?\b", said) and streaming != "off":
+            self._streaming = "off"
+            answer.notes.append(f"{self._endpoint()} refused streaming (HTTP 400); waiting for whole answers")
+            return True
         if any(w in said for w in ("response_format", "json_schema", "json_object", "structured")) \
                 and self._structured != "prompt":
             lower = STRUCTURED_MODES[STRUCTURED_MODES.index(self._structured) + 1]
@@ -243,9 +256,16 @@ class OpenAIBrain:
         return False
 
     async def _complete(self, messages: list[dict], request: BrainRequest, answer: BrainAnswer) -> str:
+        """The answer's text, streamed (the text so far goes to ``request.on_text``, a few times a second) unless the
+        endpoint refused streaming; retried within bounds on timeouts, connection errors, 429 and 5xx, and asked once
+        more with room when it was cut off at max_tokens. Cancelling it closes the stream: the endpoint stops."""
+        from .streaming import complete_chat
+
         openai = require("openai")
         attempt, max_tokens, raised = 0, self.config.max_tokens, False
+        on_text = request.on_text  # the key is held back from it by ``ask``
         while True:
+            messages = self._prompt_for_mode(messages, request)  # a step down from json_schema puts the schema in
             fmt = self._response_format(request.role, request.schema)
             kwargs: dict[str, Any] = dict(model=self.config.model, messages=messages)
             kwargs[self._token_param] = max_tokens
@@ -255,9 +275,14 @@ class OpenAIBrain:
                 kwargs["seed"] = self.config.seed
             if fmt is not None:
                 kwargs["response_format"] = fmt
+            streaming = getattr(self, "_streaming", "with usage")  # stepped down by a 400 that names it
+            if streaming != "off":
+                kwargs["stream"] = True
+                if streaming == "with usage":
+                    kwargs["stream_options"] = {"include_usage": True}
             answer.requests += 1
             try:
-                resp = await self._client.chat.completions.create(**kwargs)
+                got = await complete_chat(self._client, kwargs, on_text, self._endpoint())
             except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
                 raise BrainError(f"{self._endpoint()} refused the credentials (HTTP {err.status_code}); check the API key "
                                  f"in the environment variable {self.config.key_env or 'OPENAI_API_KEY'}") from None
@@ -280,56 +305,42 @@ class OpenAIBrain:
                 continue
             except openai.APIStatusError as err:
                 raise BrainError(f"{self._endpoint()} answered HTTP {err.status_code}: {_short(err)}") from None
-            if not hasattr(resp, "choices"):  # e.g. a proxy's HTML page: the SDK hands back the raw text
-                preview = str(resp)[:80].replace("\n", " ")
-                raise BrainError(f"{self._endpoint()} did not answer like an OpenAI-compatible endpoint "
-                                 f"(it sent {preview!r}); check the base URL")
-            usage = getattr(resp, "usage", None)
-            if usage is not None:
-                answer.tokens_in += usage.prompt_tokens or 0
-                answer.tokens_out += usage.completion_tokens or 0
-            choices = getattr(resp, "choices", None) or []
-            if not choices:
+            except openai.APIError as err:  # an error event in the middle of a stream
+                raise BrainError(f"{self._endpoint()} sent an error while answering: {_short(err)}") from None
+            answer.tokens_in += got.tokens_in
+            answer.tokens_out += got.tokens_out
+            if got.message is None:
                 answer.notes.append(f"{self._endpoint()} sent no choices")
                 return ""
-            choice = choices[0]
-            message = choice.message
-            refusal = getattr(message, "refusal", None)
+            refusal = getattr(got.message, "refusal", None)
             if refusal:
                 raise InvalidAnswerError(f"{self.name} at {self._endpoint()} refused the {request.role} request: "
                                          f"{str(refusal)[:300]}")
-            if getattr(choice, "finish_reason", None) == "length" and not raised and max_tokens < 32768:
+            if got.finish_reason == "length" and not raised and max_tokens < 32768:
                 raised, max_tokens = True, min(32768, max_tokens * 2)  # cut off: once, with room to finish
                 answer.notes.append(f"the answer was cut off at max_tokens; asking again with {max_tokens}")
                 continue
-            return message_text(message)
+            return message_text(got.message)
 
     # -- the Brain interface -----------------------------------------------------------
 
     async def ask(self, request: BrainRequest) -> BrainAnswer:
-        """Ask, validate, re-ask; the key never leaves in what it returns or raises, even when the endpoint
-        echoes it back (into an error body or an answer)."""
-        key = self._api_key()
-        key = key if key and len(key) >= 6 else None  # shorter "keys" (test values) would mangle ordinary text
-        try:
-            answer = await self._ask(request)
-        except BrainError as err:
-            if key and key in str(err):
-                raise BrainError(redact(str(err), key)) from None
-            raise
-        if key:
-            answer.data, answer.notes = redact(answer.data, key), redact(answer.notes, key)
-        return answer
+        """Ask, validate, re-ask; the key never leaves in what it returns, raises or streams."""
+        from .streaming import asked_hiding
+
+        return await asked_hiding(self._api_key(), request, self._ask)
 
     async def _ask(self, request: BrainRequest) -> BrainAnswer:
         self._connect()
         start = time.perf_counter()
         answer = BrainAnswer(data={}, brain=self.name)
+        system, answer.prompt_tokens, left_out = self.fit(request)
+        answer.notes.extend(left_out)
         content: list[dict] = [{"type": "text", "text": request.text}]
         urls = await asyncio.gather(*(asyncio.to_thread(image_data_url, img, self.config.image_side)
                                       for img in request.images))  # off the event loop: other calls keep flowing
         content += [{"type": "image_url", "image_url": {"url": url}} for url in urls]
-        messages = [{"role": "system", "content": system_with_schema(request)}, {"role": "user", "content": content}]
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
         async with self._gate:
             answer.data = await ask_until_valid(request, messages, answer, self.config.reasks + 1,
                                                 lambda m: self._complete(m, request, answer),
@@ -339,6 +350,34 @@ class OpenAIBrain:
         if price:
             answer.cost = (answer.tokens_in * price[0] + answer.tokens_out * price[1]) / 1e6
         return answer
+
+    def fit(self, request: BrainRequest) -> tuple[str, int, list[str]]:
+        """Trim ``request`` to this brain's context (``budget.fit``); returns (the system prompt, the request's
+        tokens, what was left out)."""
+        return budget.fit(request, lambda r: system_for(r, self._structured == "json_schema"),
+                          context=self.config.context_size, answer_tokens=self.config.max_tokens,
+                          side=self.config.image_side, model=self.config.model,
+                          who=f"{self.name} at {self._endpoint()}", setting=self.context_setting())
+
+    def context_setting(self) -> str:
+        """What a user raises when a request does not fit."""
+        where = {"ollama": " and Ollama's num_ctx follows it", "vllm": " (and vLLM's --max-model-len)",
+                 "llamacpp": " (and llama-server's --ctx-size)", "lmstudio": " (and the model's context length in LM Studio)"}
+        return f"the Brain's context (now {self.config.context_size}){where.get(self.config.provider, '')}"
+
+    def _prompt_for_mode(self, messages: list[dict], request: BrainRequest) -> list[dict]:
+        """``messages`` with the schema in the system prompt once the endpoint has refused it as a parameter (the
+        request is checked against the context again: the schema makes it longer)."""
+        if self._structured == "json_schema" or messages[0]["content"] == system_with_schema(request):
+            return messages
+        system = system_with_schema(request)
+        size = budget.request_tokens(system, request.text, request.images, self.config.image_side, self.config.model)
+        if size > budget.prompt_budget(self.config.context_size, self.config.max_tokens):
+            raise budget.ContextError(
+                f"{self._endpoint()} takes no JSON schema as a parameter, and the {request.role} request with its "
+                f"schema in the prompt is about {size} tokens, beyond what a context of {self.config.context_size} "
+                f"leaves; raise {self.context_setting()}")
+        return [{"role": "system", "content": system}, *messages[1:]]
 
 
 def redact(value: Any, secret: str) -> Any:

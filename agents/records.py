@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -261,8 +261,9 @@ class HistoryContext:
             old.image = None  # out of every prompt's window: keep the text, free the pixels
 
     def _shown(self) -> tuple[list[HistoryEntry], dict[int, int]]:
-        recent = self.entries[-self.limit:]
-        pictured = [e for e in recent if e.image is not None][-self.max_images:]
+        recent = self.entries[max(0, len(self.entries) - self.limit):]  # a limit of 0 shows nothing
+        pictured = [e for e in recent if e.image is not None]
+        pictured = pictured[max(0, len(pictured) - self.max_images):]
         return recent, {id(e): n for n, e in enumerate(pictured, 1)}
 
     def render(self) -> str:
@@ -276,6 +277,16 @@ class HistoryContext:
         """The thumbnails ``render`` refers to, in the order of their numbers."""
         recent, numbers = self._shown()
         return [e.image for e in recent if id(e) in numbers]
+
+    def trimmed(self) -> tuple["HistoryContext", str] | None:
+        """This history with one piece less in a prompt's window (the oldest thumbnail, else the oldest entry)
+        and what was left out; None when the window is empty. The entries are shared, not copied."""
+        recent, numbers = self._shown()
+        if numbers:
+            return replace(self, max_images=len(numbers) - 1), "the oldest history thumbnail"
+        if recent:
+            return replace(self, limit=len(recent) - 1), "the oldest history entry"
+        return None
 
 
 @dataclass

@@ -81,7 +81,8 @@ async def ask(brain: Brain, request: BrainRequest, where: Where, action: str,
     answer = await interruptible(brain.ask(request), where.should_stop)
     where.trace.add(request.role, where.agent, action, started=start, round=where.round, subtask=where.subtask,
                     attempt=where.attempt,
-                    inputs={"brain": brain.name, "text": request.text[:600], "images": len(request.images)},
+                    inputs={"brain": brain.name, "text": request.text[:600], "images": len(request.images),
+                            **({"prompt_tokens": answer.prompt_tokens} if answer.prompt_tokens else {})},
                     outputs={**answer.data, **({"notes": answer.notes} if answer.notes else {})},
                     tokens=answer.tokens, cost=round(answer.cost, 6),
                     preview=preview if preview is not None else request.images[-1] if request.images else None)
@@ -101,20 +102,46 @@ async def plan(brain: Brain, request: EditRequest, tools: ToolRegistry, image: n
                             own_feedback=feedback_for_prompt(own_feedback), rival_plan=rival_plan.summary() if rival_plan else "(none)",
                             rival_feedback=feedback_for_prompt(rival_feedback))
     tools = tools.runnable()  # a planner is never offered a model tool that cannot run here
-    req = BrainRequest(
-        role="planner", system=prompt("planner", tools=tools.planner_catalogue()),
-        text=prompt("planner_user", instruction=request.instruction or "(none: improve the photo)", mode=request.mode,
-                    mood=f"({request.mood})" if request.mood else "", caption=request.caption or "(unknown)",
-                    history=(history or HistoryContext()).render(), reflection=reflection)
-        + (f"\n{identity}" if identity else ""),
-        schema=schemas.plan_schema(tools.names()), images=[image, *(history.images() if history else [])],
-        check=_plan_problem, repair=_drop_forward_dependencies,
+
+    def text(h: HistoryContext) -> str:
+        return prompt("planner_user", instruction=request.instruction or "(none: improve the photo)",
+                      mode=request.mode, mood=f"({request.mood})" if request.mood else "",
+                      caption=request.caption or "(unknown)", history=h.render(),
+                      reflection=reflection) + (f"\n{identity}" if identity else "")
+
+    req = with_history(BrainRequest(
+        role="planner", system=prompt("planner", tools=tools.planner_catalogue()), text="",
+        schema=schemas.plan_schema(tools.names()), check=_plan_problem, repair=_drop_forward_dependencies,
         context={"request": request, "tools": tools.specs(), "stats": image_statistics(image), "previous": previous,
-                 "own_feedback": own_feedback, "rival_plan": rival_plan, "rival_feedback": rival_feedback})
+                 "own_feedback": own_feedback, "rival_plan": rival_plan, "rival_feedback": rival_feedback}),
+        history, text, image)
     data = (await ask(brain, req, where, "plan", preview=image)).data
     subtasks = [Subtask(index=i, goal=s["goal"], tool=s["tool"], rationale=s.get("rationale", ""),
                         depends_on=[d for d in s.get("depends_on", []) if d < i]) for i, s in enumerate(data["subtasks"])]
     return Plan(subtasks=subtasks, unsupported=list(data.get("unsupported", [])), notes=data.get("notes", ""))
+
+
+def with_history(req: BrainRequest, history: HistoryContext | None, text: Callable[[HistoryContext], str],
+                 image: np.ndarray, *, then: Callable[[], str | None] | None = None) -> BrainRequest:
+    """``req`` with its text and images (the photo, then the history's thumbnails) drawn from ``history``, and a
+    ``trim`` that leaves out the history's oldest pieces one by one when the request must fit a context, and
+    then whatever ``then`` shortens (it says what, or None)."""
+    window = [history or HistoryContext()]
+
+    def show() -> None:
+        req.text, req.images = text(window[0]), [image, *window[0].images()]
+
+    def trim() -> str | None:
+        smaller = window[0].trimmed()
+        if smaller is None:
+            return then() if then is not None else None
+        window[0], dropped = smaller
+        show()
+        return dropped
+
+    show()
+    req.trim = trim
+    return req
 
 
 def _drop_forward_dependencies(data: dict[str, Any]) -> list[str]:
@@ -243,21 +270,36 @@ async def execute(brain: Brain, subtask: Subtask, tools: ToolRegistry, image: np
     main = _main_step(previous, spec.name)
     shown = (", ".join(c.label() for c in previous) or "(no chain: it failed before one was written)"
              if previous is not None else "(first attempt)")
-    req = BrainRequest(
-        role="executor",
-        system=prompt("executor", manual=spec.manual(),
-                      helpers=("Helpers that may come before it, to make its mask (pass one as mask='step:N'):\n\n"
-                               + "\n\n".join(h.manual() for h in helpers)) if helpers else "",
+    # the subtask's tool in full, the others one line each; to fit a small context, past the history, the other
+    # lines lose their parameters (the answer's schema still gives them), then their descriptions
+    lines = (lambda o: o.brief(), lambda o: f"- {o.name}: {o.description}", lambda o: f"- {o.name}")
+    shorter = ["", "the other tools' parameters", "the other tools' descriptions"]
+    level = [0]
+
+    def system() -> str:
+        line = lines[level[0]]
+        return prompt("executor", manual=spec.manual(),
+                      helpers=("Helpers that may come before it, to make its mask (pass one as mask='step:N'):\n"
+                               + "\n".join(h.brief() for h in helpers)) if helpers else "",
                       others=("The tool above is the planner's suggestion. If it cannot do the subtask (see the "
-                              "history), you may use another tool instead:\n" + tools.subset(
-                                  names=[o.name for o in others]).planner_catalogue()) if others else ""),
-        text=prompt("executor_user", goal=subtask.goal, previous=shown,
-                    feedback=feedback.text() if feedback else "(none yet)",
-                    history=(history or HistoryContext()).render()),
-        schema=schemas.chain_schema(allowed), images=[image, *(history.images() if history else [])],
+                              "history), you may use another tool instead:\n"
+                              + "\n".join(line(o) for o in others)) if others else "")
+
+    def plainer() -> str | None:
+        if not others or level[0] == len(lines) - 1:
+            return None
+        level[0] += 1
+        req.system = system()
+        return shorter[level[0]]
+
+    req = with_history(BrainRequest(
+        role="executor", system=system(), text="", schema=schemas.chain_schema(allowed),
         context={"goal": subtask.goal, "spec": spec, "helpers": helpers, "previous": main.params if main else None,
                  "feedback": feedback},
-        check=lambda data: chain_problem(data, tools, subtask, any_tool), repair=_first_step_reads_the_input)
+        check=lambda data: chain_problem(data, tools, subtask, any_tool), repair=_first_step_reads_the_input),
+        history, lambda h: prompt("executor_user", goal=subtask.goal, previous=shown,
+                                  feedback=feedback.text() if feedback else "(none yet)", history=h.render()), image,
+        then=plainer)
     answer = await ask(brain, req, where, f"execute subtask {subtask.index}: {subtask.tool}", preview=image)
     chain = [ToolCall.from_dict(step) for step in answer.data["steps"]]
     try:
@@ -481,13 +523,25 @@ def suggest_other_tools(candidates: list[Candidate], where: Where) -> int:
 
 
 def subtask_feedback(fb: Feedback | None, index: int) -> ExecutorFeedback | None:
-    """The part of a report that concerns one subtask of the plan the report judged, typed for its executor."""
+    """The part of a report that concerns one subtask of the plan the report judged, typed for its executor:
+    - answered questions that check this subtask (CCA): "keep" when every one is a yes, else the first "no"'s
+      direction ("more" when it gave none) and why;
+    - IMAGAgent's merged expert critiques (no questions: they judge this very subtask), or a failed attempt: the
+      experts' direction ("more" when none said), their positive note, and their negative points to keep out
+      (``avoid``, which joins a generative step's negative prompt);
+    - a CCA report in which no answered question checks this subtask (its questions checked others or could not
+      tell, it has none, or the candidate could not be judged at all): no push and nothing to avoid. Direction "keep" (the
+      executor keeps its parameters), the report's score and a note; never the other subtasks' failures, which
+      would steer a diffusion editor away from what this subtask asks."""
     if fb is None:
         return None
     mine = [q for q in fb.questions if q.subtask == index and q.answer != "unknown"]
     note = fb.per_subtask.get(index, "")
-    if not mine:  # e.g. merged expert critiques: their direction, and their negative points to keep out
+    if not mine and (fb.error or (fb.experts and not fb.questions)):  # about this subtask: push and avoid as told
         return ExecutorFeedback(fb.direction or "more", fb.score, note or fb.positive, fb.negative, failed=fb.error)
+    if not mine:  # nobody faulted this subtask: "more" would push it harder, another's failures steer it away
+        why = (fb.negative if not fb.judged else "") or "no question of the report checked this subtask"
+        return ExecutorFeedback("keep", fb.score, note or f"{why}: nothing to change on its account")
     failed = [q for q in mine if q.answer == "no"]
     if not failed:
         return ExecutorFeedback("keep", 10.0, note)
@@ -498,13 +552,17 @@ def subtask_feedback(fb: Feedback | None, index: int) -> ExecutorFeedback | None
 def earlier_attempt(plan_: Plan | None, chains: list[list[ToolCall]], fb: Feedback | None,
                     sub: Subtask) -> tuple[list[ToolCall] | None, ExecutorFeedback | None]:
     """The chain and the feedback of the earlier plan's subtask that matches ``sub`` (by goal, then tool). The
-    chain is offered only when it used the same tool: another tool's parameters mean nothing to this one."""
+    chain is offered only when it used the same tool: another tool's parameters mean nothing to this one.
+    ``chains`` follow ``plan_``'s subtasks in order (one per subtask run), so the chain is found by the subtask's
+    place in that plan, not by its index: IMAGAgent's Executor nodes get a one-subtask plan whose subtask keeps
+    its index in the whole plan (subtask 2 at place 0)."""
     if plan_ is None:
         return None, None
     old = match_subtask(plan_, sub)
-    if old is None or old.index >= len(chains):
+    place = next((i for i, s in enumerate(plan_.subtasks) if s is old), len(chains))
+    if old is None or place >= len(chains):
         return None, None
-    return (chains[old.index] if old.tool == sub.tool else None), subtask_feedback(fb, old.index)
+    return (chains[place] if old.tool == sub.tool else None), subtask_feedback(fb, old.index)
 
 
 # -- critic: IMAGAgent expert, and the aggregator -------------------------------------------------

@@ -41,7 +41,9 @@ class Trace:
     version: int = TRACE_VERSION
     # called with each new step (e.g. to stream it to the web extension); never serialised
     listener: Callable[[TraceStep], None] | None = field(default=None, repr=False, compare=False)
-    # called with (role, agent, text so far) while a brain streams an answer; never serialised
+    # called with (role, agent, text so far) while a brain streams an answer; never serialised. Unset, a listener's
+    # own ``streamer`` attribute is used (the nodes' step sender has one), so a trace an agent makes from a listener
+    # alone streams too.
     streamer: Callable[[str, str, str], None] | None = field(default=None, repr=False, compare=False)
 
     def add(self, role: str, agent: str, action: str, *, started: float | None = None, preview: Any = None,
@@ -60,8 +62,9 @@ class Trace:
 
     def live(self, role: str, agent: str, text: str) -> None:
         """Pass a streaming answer's text so far to whoever watches (nothing is recorded: the step comes after)."""
-        if self.streamer is not None:
-            self.streamer(role, agent, text)
+        streamer = self.streamer or getattr(self.listener, "streamer", None)
+        if streamer is not None:
+            streamer(role, agent, text)
 
     def listen(self, listener: Callable[[TraceStep], None] | None, replay: bool = True) -> None:
         """Send each new step (and, with ``replay``, every step so far) to ``listener``."""

@@ -48,7 +48,9 @@ class CCALoop(Rerunnable, io.ComfyNode):
             description="Collaborative Competitive Agents: two generator agents (planner + executor each) edit the photo "
                         "every round; a discriminator asks and answers Yes/No questions on both results; a quality "
                         "competitor keeps the best and stops early when it satisfies the request. Each generator "
-                        "reflects on its own feedback and on its rival's plan and feedback.",
+                        "reflects on its own feedback and on its rival's plan and feedback. The second generator "
+                        "samples hotter than the first unless a brain is connected for it, and a plan the same as "
+                        "its rival's in a round is planned once more, so that the two compete.",
             inputs=[
                 io.Image.Input("image", tooltip="The photo to edit."),
                 io.String.Input("instruction", default="make it brighter, add more contrast and crop to square", multiline=True,
@@ -57,7 +59,11 @@ class CCALoop(Rerunnable, io.ComfyNode):
                 TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the generators may use (default: classic tools)."),
                 BRAIN.Input("planner_brain", optional=True, tooltip="Brain of both generators' planners (default: rule brain)."),
                 role_brain_input("executor_brain", "executors"),
-                role_brain_input("generator_2_brain", "second generator (planner and executor)"),
+                BRAIN.Input("generator_2_brain", optional=True, tooltip=(
+                    "Brain of the second generator (planner and executor). Unconnected: the first generator's "
+                    "brains sampled hotter with their own seed (temperature 0.5 higher, at least 0.7, at most 1.2; "
+                    "seed + 1), so the two generators differ as the paper's do; with the rule brain, a bolder "
+                    "rule executor.")),
                 role_brain_input("discriminator_brain", "discriminator"),
                 role_brain_input("competitor_brain", "quality competitor"),
                 io.Int.Input("rounds", default=d.rounds, min=1, max=20, tooltip="M: the most rounds to run."),

@@ -68,27 +68,50 @@ def where(trace: Trace, agent: str, **kw) -> Where:
 
 
 TRACE_EVENT = "edit_agents.trace_step"  # websocket event the web extension listens for
+LIVE_EVENT = "edit_agents.trace_live"  # a streaming answer's text so far, for the trace panel's live line
+LIVE_PANEL_CHARS = 600  # the end of a streaming answer the panel gets
+LIVE_PROGRESS_CHARS = 200  # ...and the node's progress text
 
 
-def step_sender(title: str, node: str | None):
-    """A trace listener that sends each step to the browser (a custom websocket event, with the prompt
-    and node it belongs to) and shows it as the node's progress text."""
-    from dataclasses import asdict
+class StepSender:
+    """A trace's listener and streamer for the browser. Each step goes out as a custom websocket event (with the
+    prompt and node it belongs to) and as the node's progress text; a streaming answer's text so far goes out as a
+    live event (the panel's line under the steps, replaced when the step lands) and as the progress text: the role
+    and the answer's last 200 characters. The brains call it a few times a second, not per token."""
 
-    server = host.prompt_server()
-    prompt_id, _ = host.executing()
+    def __init__(self, title: str, node: str | None):
+        self.title, self.node = title, node
+        self.server = host.prompt_server()
+        self.prompt_id, _ = host.executing()
 
-    def send(step) -> None:
-        data = {"prompt_id": prompt_id, "node": node, "title": title, "step": asdict(step)}
-        server.send_sync(TRACE_EVENT, data, server.client_id)
-        if node is not None:
-            server.send_progress_text(f"{step.agent}: {step.action}"[:200], node, server.client_id)
-    return send
+    def __call__(self, step) -> None:
+        from dataclasses import asdict
+
+        data = {"prompt_id": self.prompt_id, "node": self.node, "title": self.title, "step": asdict(step)}
+        self.server.send_sync(TRACE_EVENT, data, self.server.client_id)
+        if self.node is not None:
+            self.server.send_progress_text(f"{step.agent}: {step.action}"[:200], self.node, self.server.client_id)
+
+    def streamer(self, role: str, agent: str, text: str) -> None:
+        data = {"prompt_id": self.prompt_id, "node": self.node, "title": self.title, "role": role, "agent": agent,
+                "text": text[-LIVE_PANEL_CHARS:], "chars": len(text)}
+        self.server.send_sync(LIVE_EVENT, data, self.server.client_id)
+        if self.node is not None:
+            tail = text[-LIVE_PROGRESS_CHARS:]
+            shown = tail if len(tail) == len(text) else "…" + tail
+            self.server.send_progress_text(f"{agent} ({role}) writing: {shown}", self.node, self.server.client_id)
+
+
+def step_sender(title: str, node: str | None) -> StepSender:
+    """What sends a trace's steps and streaming answers to the browser (see ``StepSender``)."""
+    return StepSender(title, node)
 
 
 def stream(trace: Trace, node: str | None, replay: bool = True) -> Trace:
-    """Stream the trace's steps to the browser (see ``step_sender``)."""
-    trace.listen(step_sender(trace.title, node), replay=replay)
+    """Stream the trace's steps and its brains' streaming answers to the browser (see ``StepSender``)."""
+    sender = step_sender(trace.title, node)
+    trace.listen(sender, replay=replay)
+    trace.streamer = sender.streamer
     return trace
 
 

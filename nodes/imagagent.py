@@ -36,6 +36,15 @@ def outputs(result: imagagent.ClosedLoopResult, request: EditRequest) -> io.Node
                          ui={"text": [result.text()]})
 
 
+def _expert_input(name: str, expert: str) -> io.Input:
+    """An expert's Brain input, its tooltip saying what an unconnected one does (the same input as the other
+    roles', only the text differs)."""
+    return BRAIN.Input(name, optional=True, tooltip=(
+        f"Brain of the {expert} expert. Unconnected: the planner's brain (else the rule brain), so an unconnected "
+        "panel is one model asked three times; the paper's panel is three different vision models. Connect a Brain "
+        "node here, and another to each other expert input, to give each expert its own model."))
+
+
 class ClosedLoop(Rerunnable, io.ComfyNode):
     @classmethod
     def define_schema(cls):
@@ -47,16 +56,19 @@ class ClosedLoop(Rerunnable, io.ComfyNode):
                         "fidelity); the score S is their mean and an aggregator merges their text; accepted at tau_sr "
                         "unless the intent expert judged the subtask not carried out, otherwise the best attempt is kept; "
                         "an attempt that would repeat an earlier chain ends the subtask; a subtask whose intent no "
-                        "expert could judge is kept but reported as not judged. History feeds every step.",
+                        "expert could judge is kept but reported as not judged. History feeds every step. An expert "
+                        "input left unconnected uses the planner's brain, so by default one model is asked three "
+                        "times; the paper's panel is three different models (its ablation puts the panel ahead of a "
+                        "single expert): connect a Brain node to each expert input to give each its own model.",
             inputs=[
                 io.Image.Input("image", tooltip="The photo to edit."),
                 io.String.Input("instruction", default="make it warmer and sharper", multiline=True, tooltip="The edit request."),
                 TOOLBOX.Input("toolbox", optional=True, tooltip="Tools the executor may use (default: classic tools)."),
                 BRAIN.Input("planner_brain", optional=True, tooltip="Brain of the planner (default: rule brain)."),
                 role_brain_input("executor_brain", "executor"),
-                role_brain_input("expert_1_brain", "intent expert"),
-                role_brain_input("expert_2_brain", "quality expert"),
-                role_brain_input("expert_3_brain", "fidelity expert"),
+                _expert_input("expert_1_brain", "intent"),
+                _expert_input("expert_2_brain", "quality"),
+                _expert_input("expert_3_brain", "fidelity"),
                 role_brain_input("aggregator_brain", "aggregator"),
                 io.Int.Input("max_attempts", default=d.max_attempts, min=1, max=10, tooltip="tau_it: attempts per subtask."),
                 io.Float.Input("accept_score", default=d.accept_score, min=0.0, max=10.0, step=0.5,

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..agents.brain import vision_of
 from ..agents.local_brain import FOLDER as LLM_FOLDER
 from ..agents.local_brain import model_entries
-from ..tools.models import MODEL_KINDS, ToolRuntime
+from ..tools.models import MODEL_KINDS, ToolRuntime, large_model_loading
 
 # diffusers is ComfyUI's own; LLM holds the local brain's models
 OUR_FOLDERS = tuple(sorted({k.folder for k in MODEL_KINDS.values()} - {"diffusers"} | {LLM_FOLDER}))
@@ -107,6 +107,30 @@ class ComfyDeviceManager:
         patchers = [self.patcher(m) for m in modules]
         mm.load_models_gpu(patchers)
         return patchers[0].load_device if patchers else mm.get_torch_device()
+
+
+def watch_model_loads() -> None:
+    """Run the pack's before-load hooks (``tools.models.before_large_model_load``: a Brain that unloads Ollama's
+    models) each time ComfyUI loads models onto its device: its own loaders' models in the graph (a checkpoint,
+    FLUX Kontext, CLIP, a VAE) and the pack's. ComfyUI has no such event, so ``load_models_gpu`` is wrapped, once,
+    and only when a Brain asks for it; the wrapper then calls ComfyUI's own, unchanged."""
+    import functools
+
+    import comfy.model_management as mm
+
+    original = mm.load_models_gpu
+    if getattr(original, "edit_agents_watched", False):
+        return
+
+    @functools.wraps(original)
+    def load_models_gpu(models, *args, **kwargs):
+        names = (", ".join(type(getattr(m, "model", m)).__name__ for m in models)
+                 if isinstance(models, (list, tuple)) else "")  # never consume what ComfyUI iterates after us
+        large_model_loading(names or "a model")
+        return original(models, *args, **kwargs)
+
+    load_models_gpu.edit_agents_watched = True
+    mm.load_models_gpu = load_models_gpu
 
 
 def comfy_runtime(choices: dict[str, str], brain=None, extras: dict | None = None) -> ToolRuntime:

@@ -27,10 +27,12 @@ def brain(boldness: float = 1.0) -> dict:
     return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "rule_boldness": boldness}}
 
 
-def ollama(model: str = "qwen2.5vl:7b", temperature: float = 0.2) -> dict:
-    """A Brain on Ollama's OpenAI-compatible endpoint at its default URL (no key)."""
+def ollama(model: str = "qwen2.5vl:7b", temperature: float = 0.2, unload: bool = False) -> dict:
+    """A Brain on Ollama's own API at its default URL (no key), with the provider's context (4096) and Ollama's
+    keep_alive; ``unload``: it unloads Ollama's models before ComfyUI loads an editor (one GPU for both)."""
     return {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "provider": "ollama", "model": model,
-                                                        "temperature": temperature}}
+                                                        "temperature": temperature, "context": 0, "keep_alive": "",
+                                                        "unload_before_models": unload, "seed": -1}}
 
 
 def local_vlm(temperature: float = 0.0) -> dict:
@@ -83,6 +85,9 @@ NEEDS_KONTEXT = ("**Needs** FLUX.1 Kontext [dev], as ComfyUI's own Kontext templ
                  "`flux1-dev-kontext_fp8_scaled.safetensors` in `models/diffusion_models/`, `clip_l.safetensors` and "
                  "`t5xxl_fp8_e4m3fn_scaled.safetensors` in `models/text_encoders/`, `ae.safetensors` in `models/vae/`; "
                  "and a GPU. ")
+TAKE_TURNS = ("Its Brains unload Ollama's VLM before ComfyUI loads the editor (*unload_before_models*), so the two "
+              "take turns on one 24 GB GPU; Ollama loads the VLM again at its next call. With room for both, turn it "
+              "off.")
 NEEDS_QWEN_EDIT = ("**Needs** Qwen-Image-Edit-2509, as ComfyUI's own template loads it: "
                    "`qwen_image_edit_2509_fp8_e4m3fn.safetensors` in `models/diffusion_models/`, "
                    "`qwen_2.5_vl_7b_fp8_scaled.safetensors` in `models/text_encoders/`, `qwen_image_vae.safetensors` in "
@@ -238,7 +243,7 @@ WORKFLOW_GRAPHS = {
     "photoagent.json": dict(
         prompt={
             "img": load(),
-            "vlm": {"class_type": "EditAgentsBrain", "inputs": {**RULE_BRAIN, "provider": "ollama", "model": "qwen2.5vl:7b"}},
+            "vlm": ollama(),
             "tools": {"class_type": "EditAgentsToolbox", "inputs": {**TOOLBOX, "category": "classic + localise + generative"}},
             "reward": {"class_type": "EditAgentsReward", "inputs": {"preservation": 1.5, "mood": "", "preset": "custom"}},
             "mcts": {"class_type": "EditAgentsMCTSPlanner", "inputs": {
@@ -354,7 +359,7 @@ WORKFLOW_GRAPHS = {
     "photoagent_kontext.json": dict(
         prompt={
             "img": load(), **kontext_loaders(),
-            "vlm": ollama(temperature=0.2),
+            "vlm": ollama(temperature=0.2, unload=True),
             "tools": editor_toolbox(["unet", 0]),
             "reward": {"class_type": "EditAgentsReward", "inputs": {"preservation": 1.5, "mood": "", "preset": "paper",
                                                                    "vision_brain": ["vlm", 0]}},
@@ -377,12 +382,12 @@ WORKFLOW_GRAPHS = {
              "winners again at full size. The Reward uses the **paper** preset: CLIP, the aesthetic predictor, "
              "ImageReward and the VLM's rating (what is missing is skipped with a note).\n\n" + NEEDS_KONTEXT
              + "A CLIP folder in `models/clip-hf/` and an aesthetic head in `models/aesthetic/` add those components. "
-             + NEEDS_OLLAMA,
+             + NEEDS_OLLAMA + " " + TAKE_TURNS,
     ),
     "imagagent_qwen_edit.json": dict(
         prompt={
             "img": load(), **qwen_edit_loaders(),
-            "vlm": ollama(temperature=0.2),
+            "vlm": ollama(temperature=0.2, unload=True),
             "tools": editor_toolbox(["shift", 0]),
             "loop": {"class_type": "EditAgentsClosedLoop", "inputs": {
                 "image": ["img", 0], "instruction": "put a small red scarf on the cat, then make the light warmer",
@@ -400,12 +405,13 @@ WORKFLOW_GRAPHS = {
              "the orchestrator edits semantic ones with **Qwen-Image-Edit** (`comfy_edit`, through ComfyUI's own "
              "TextEncodeQwenImageEditPlus and sampler) and tone with the classic tools, and three experts judge each "
              "attempt; a subtask they judge not done is retried with their feedback.\n\n" + NEEDS_QWEN_EDIT
-             + NEEDS_OLLAMA,
+             + NEEDS_OLLAMA + " " + TAKE_TURNS,
     ),
     "cca_kontext.json": dict(
         prompt={
             "img": load(), **kontext_loaders(),
-            "gen1": ollama(temperature=0.3), "gen2": ollama(temperature=0.9), "judge": ollama(temperature=0.0),
+            "gen1": ollama(temperature=0.3, unload=True), "gen2": ollama(temperature=0.9, unload=True),
+            "judge": ollama(temperature=0.0, unload=True),
             "tools": editor_toolbox(["unet", 0]),
             "loop": {"class_type": "EditAgentsCCALoop", "inputs": {
                 "image": ["img", 0], "instruction": "give the cat a tiny wizard hat and make the photo warmer",
@@ -424,7 +430,7 @@ WORKFLOW_GRAPHS = {
              "edits the semantic parts with **Kontext** (`comfy_edit`) and the tone with the classic tools; the "
              "discriminator asks and answers Yes/No questions on both results and the best is kept. Use "
              "`imagagent_qwen_edit.json`'s loaders instead to run it on Qwen-Image-Edit.\n\n" + NEEDS_KONTEXT
-             + NEEDS_OLLAMA,
+             + NEEDS_OLLAMA + " " + TAKE_TURNS,
     ),
     "imagagent_local.json": dict(
         prompt={

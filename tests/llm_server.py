@@ -7,13 +7,19 @@ every request with server-side timestamps so tests can check retries and concurr
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
+import io
 import json
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from aiohttp import web
+
+from llm_stream import Streams, streamed
 
 
 @dataclass
@@ -39,6 +45,8 @@ class Seen:
     headers: dict
     start: float
     end: float = 0.0
+    tokens: int = 0  # the prompt's tokens as the endpoint counted them (when it enforces a context)
+    cut: bool = False  # longer than the context: cut silently, as Ollama does, and answered without its start
 
     @property
     def role(self) -> str:
@@ -60,12 +68,58 @@ class Seen:
         return [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
 
 
+@functools.lru_cache(maxsize=1)
+def qwen_tokenizer():
+    """Qwen2.5's own tokenizer (Qwen2.5-VL's, the model the shipped Ollama workflows name), from the files
+    ComfyUI ships for its Qwen-Image text encoder: an independent count of what the pack estimates."""
+    from transformers import AutoTokenizer
+
+    from helpers import setup_env
+
+    comfy = setup_env().get("COMFYUI_DIR") or str(Path(__file__).resolve().parents[1] / ".setup" / "ComfyUI")
+    return AutoTokenizer.from_pretrained(str(Path(comfy) / "comfy" / "text_encoders" / "qwen25_tokenizer"))
+
+
+def qwen_image_tokens(height: int, width: int) -> int:
+    """The tokens Qwen2.5-VL's processor gives an image of this size, its vision markers included."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+    h, w = smart_resize(height, width, factor=28, min_pixels=56 * 56, max_pixels=28 * 28 * 1280)
+    return (h // 28) * (w // 28) + 2
+
+
+def data_url_size(url: str) -> tuple[int, int]:
+    """(height, width) of a base64 image, with or without its data: prefix."""
+    from PIL import Image
+
+    raw = base64.b64decode(url.split(",", 1)[1] if url.startswith("data:") else url)
+    with Image.open(io.BytesIO(raw)) as im:
+        return im.height, im.width
+
+
+def prompt_tokens(messages: list[dict]) -> int:
+    """The prompt tokens of chat ``messages`` as Qwen2.5-VL counts them: its tokenizer on every text part, its
+    chat template's markers (5 tokens a message, 3 for the assistant's turn), its grid for every image (OpenAI
+    ``image_url`` parts or Ollama's ``images`` list)."""
+    tok, total = qwen_tokenizer(), 3
+    for message in messages:
+        content = message.get("content") or ""
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"] + list(message.get("images") or [])
+        texts = [p.get("text", "") for p in parts if p.get("type") == "text"]
+        total += 5 + sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts)
+        total += sum(qwen_image_tokens(*data_url_size(u)) for u in urls)
+    return total
+
+
 class ScriptedLLM:
     def __init__(self):
         self.script: list[Reply] = []
         self.responder: Callable[[Seen], Reply] | None = None
         self.seen: list[Seen] = []
         self.latency = 0.0  # added to every answer
+        self.context: int | None = None  # enforce a context as Ollama does: a longer prompt is cut, silently
+        self.streams = Streams()  # what each streamed answer sent (a Cancel test counts the chunks after Cancel)
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -76,21 +130,29 @@ class ScriptedLLM:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def reset(self, *script: Reply, responder=None, latency: float = 0.0) -> "ScriptedLLM":
+    def reset(self, *script: Reply, responder=None, latency: float = 0.0, context: int | None = None) -> "ScriptedLLM":
         with self._lock:
             self.script = list(script)
             self.responder = responder
             self.seen = []
             self.latency = latency
+            self.context = context
+        self.streams.reset()
         return self
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         seen = Seen(body=body, headers=dict(request.headers), start=time.monotonic())
+        if self.context is not None:
+            seen.tokens = await asyncio.to_thread(prompt_tokens, body.get("messages", []))
+            seen.cut = seen.tokens > self.context
         with self._lock:
             self.seen.append(seen)
-            reply = self.responder(seen) if self.responder else (self.script.pop(0) if self.script else
-                                                                 Reply(status=500, body={"error": {"message": "script exhausted"}}))
+            if seen.cut:  # what a model that lost the start of its instructions says: not the JSON it was asked
+                reply = Reply("Sure! The photo shows a nice scene; I would make it a little brighter.")
+            else:
+                reply = self.responder(seen) if self.responder else (self.script.pop(0) if self.script else
+                                                                     Reply(status=500, body={"error": {"message": "script exhausted"}}))
             latency = self.latency
         await asyncio.sleep(reply.delay + latency)
         seen.end = time.monotonic()
@@ -114,7 +176,7 @@ class ScriptedLLM:
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/chat/completions", streamed(self._handle, self.streams))
         runner = web.AppRunner(app)
         self._loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -77,7 +77,8 @@ def test_cca_follows_the_endpoint_and_generators_overlap(llm, photos):
     warm = result.image[..., 0].mean() - result.image[..., 2].mean()
     assert warm > photos["coffee"][..., 0].mean() - photos["coffee"][..., 2].mean()
     planners = [s for s in llm.seen if s.role == "planner"]
-    assert len(planners) == 2 and overlapping(planners)  # the two generators planned concurrently
+    assert len(planners) == 3 and overlapping(planners[:2])  # the two generators planned concurrently...
+    assert "differs from it" in planners[2].user_text()  # ...to the same plan, so generator 2 planned once more
     assert "a cup of coffee" in [s for s in llm.seen if s.role == "questions"][0].user_text()
     steps = result.trace.steps
     assert all(s.inputs["brain"] == "custom/scripted-vlm" for s in steps if s.role != "loop")
@@ -383,7 +384,7 @@ def test_each_generator_plans_as_itself(llm, photos):
                         CCACast([Generator("generator-1", b, b), Generator("generator-2", b, b)], b, b),
                         CCASettings(rounds=1)))
     texts = [s.user_text() for s in llm.seen if s.role == "planner"]
-    assert len(texts) == 2 and texts[0] != texts[1]
+    assert len(texts) == 3 and texts[0] != texts[1]  # the third: the same plan twice, so generator 2 plans again
     assert {"generator-1", "generator-2"} == {g for t in texts for g in ("generator-1", "generator-2") if f"You are {g}," in t}
 
 

@@ -63,6 +63,22 @@ def test_every_family_answers_every_role_validly_at_the_first_try(llm_dir, shelf
     assert brain.vision == (family != "text")
 
 
+@pytest.mark.parametrize("family", ["qwen2-vl", "text"])
+def test_the_prompt_is_counted_by_the_models_own_processor_and_fitted_to_its_context(llm_dir, shelf, family):
+    """The local brain counts a request with its own processor (images included) before generating: the count
+    is exactly the prompt it then runs, the schema stays out of the prompt (decoding follows it), and a request
+    beyond the Brain's context is refused by name with the setting to raise."""
+    from edit_agents.agents.budget import ContextError
+
+    request = role_requests()[1]  # the executor's, with its chain schema
+    answer = asyncio.run(local(llm_dir, family, shelf).ask(request))
+    assert answer.prompt_tokens == answer.tokens_in > 0
+    small = local(llm_dir, family, shelf, context=answer.prompt_tokens + 100)
+    with pytest.raises(ContextError) as err:
+        asyncio.run(small.ask(role_requests()[1]))
+    assert "executor request" in str(err.value) and "the model's context" in str(err.value)
+
+
 def test_without_the_grammar_the_same_weights_do_not_answer_validly(llm_dir, shelf):
     brain = local(llm_dir, "qwen2-vl", shelf, constrained=False, reasks=1)
     request = role_requests()[4]  # the expert

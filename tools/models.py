@@ -7,8 +7,10 @@ torch modules in ModelPatcher and loads them through ComfyUI's model management.
 """
 from __future__ import annotations
 
+import logging
 import pickle  # only for its exception type: model files are never unpickled
 import threading
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +71,32 @@ MODEL_KINDS: dict[str, ModelKind] = {
 }
 
 
+# -- before a large model loads -------------------------------------------------------------------
+
+_BEFORE_LOAD: list[Callable[[], Callable[[str], None] | None]] = []  # weak references to the hooks
+_BEFORE_LOAD_LOCK = threading.Lock()
+
+
+def before_large_model_load(hook: Callable[[str], None]) -> None:
+    """Call ``hook(what)`` just before a large model is placed on its device (an editor, CLIP, a local VLM; inside
+    ComfyUI, every model ComfyUI loads), for as long as the hook's owner lives: a bound method is held weakly, so a
+    Brain that asks Ollama to unload its models stops asking once it is gone."""
+    ref = weakref.WeakMethod(hook) if hasattr(hook, "__self__") else (lambda: hook)
+    with _BEFORE_LOAD_LOCK:
+        _BEFORE_LOAD[:] = [r for r in _BEFORE_LOAD if r() is not None] + [ref]
+
+
+def large_model_loading(what: str) -> None:
+    """Run the live ``before_large_model_load`` hooks. One that fails is logged, never raised: the load goes on."""
+    with _BEFORE_LOAD_LOCK:
+        hooks = [h for h in (r() for r in _BEFORE_LOAD) if h is not None]
+    for hook in hooks:
+        try:
+            hook(what)
+        except Exception as err:  # a hook frees memory for the load; failing to is no reason to fail the load
+            logging.getLogger(__name__).warning("Edit Agents: before loading %s: %s", what, err)
+
+
 class DeviceManager(Protocol):
     def place(self, module: Any) -> Any:
         """Make ``module`` ready to run and return the torch device it runs on."""
@@ -94,12 +122,11 @@ class LocalDevice:
         return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float16
 
     def place(self, module: Any) -> Any:
-        device = self.device()
-        module.to(device)
-        return device
+        return self.place_all([module])
 
     def place_all(self, modules: list[Any]) -> Any:
         device = self.device()
+        large_model_loading(", ".join(type(m).__name__ for m in modules))
         for module in modules:
             module.to(device)
         return device

@@ -49,6 +49,16 @@ class Param:
     neutral: float | None = None  # the value that changes nothing; feedback moves a value away from / toward it
     pixels: bool = False  # a length in pixels of the image it runs on: a reduced copy needs it scaled down
 
+    def brief(self) -> str:
+        """The parameter in a few words: name, range or choices, default (the compact manual's form)."""
+        if self.choices:
+            kind = "|".join(self.choices)
+        elif self.minimum is not None or self.maximum is not None:
+            kind = f"{_num(self.minimum)}..{_num(self.maximum)}"
+        else:
+            kind = self.type
+        return f"{self.name} {kind}" + ("" if self.required else f"={_num(self.default)}")
+
     def describe(self) -> str:
         parts = [f"- {self.name} ({self.type}"]
         if self.minimum is not None or self.maximum is not None:
@@ -60,6 +70,13 @@ class Param:
         if self.effect:
             parts.append(f" {self.effect}")
         return "".join(parts)
+
+
+def _num(value: Any) -> str:
+    """A number as short as it reads (0.2, 3, not 0.2000 or 3.0); anything else as repr."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if isinstance(value, (int, bool)) or value is None else repr(value)
 
 
 class Vision(Protocol):
@@ -178,6 +195,10 @@ class ToolSpec:
         if "centre_y" in out:
             out["centre_y"] = out["centre_y"] - y0
         return out
+
+    def brief(self) -> str:
+        """One line: the tool, its parameters in a few words, what it does (for tools other than the one asked)."""
+        return f"- {self.name}({', '.join(p.brief() for p in self.params)}): {self.description}"
 
     def manual(self) -> str:
         lines = [f"Tool {self.name}: {self.description}", self.purpose,
@@ -316,6 +337,10 @@ class ToolRegistry:
         if self.runtime is not None:
             return self
         return ToolRegistry([s for s in self._specs.values() if not s.needs_runtime], runtime=None)
+
+    def brief_catalogue(self) -> str:
+        """Every tool on one line with its parameters (what an executor or a perceiver chooses from)."""
+        return "\n".join(s.brief() for s in self._specs.values())
 
     def planner_catalogue(self) -> str:
         """What a planner sees: one line per tool."""

@@ -6,6 +6,7 @@ import { TraceStore } from "./trace_store.js";
 import { TracePanel } from "./trace_panel.js";
 
 const TRACE_EVENT = "edit_agents.trace_step"; // sent by nodes/common.py for every trace step
+const LIVE_EVENT = "edit_agents.trace_live"; // ...and a streaming answer's text so far, a few times a second
 const HISTORY_KEY = "edit_agents_trace"; // a Trace View node's output in /history
 const PREVIEW_WIDGET = "edit_agents_preview";
 
@@ -38,6 +39,7 @@ async function loadHistory(maxItems = 8) {
 
 function listen() {
   api.addEventListener(TRACE_EVENT, ({ detail }) => store.addStep(detail));
+  api.addEventListener(LIVE_EVENT, ({ detail }) => store.setLive(detail));
   api.addEventListener("execution_start", ({ detail }) => store.start(detail.prompt_id));
   api.addEventListener("execution_success", ({ detail }) => store.finish(detail.prompt_id, "done"));
   api.addEventListener("execution_interrupted", ({ detail }) => store.finish(detail.prompt_id, "interrupted"));

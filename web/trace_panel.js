@@ -1,5 +1,6 @@
 // The "Agent trace" sidebar panel: the steps of a run (filter by agent, round and role), their
-// plans, tool calls, feedback, scores, thumbnails, tokens and cost, and the MCTS tree view.
+// plans, tool calls, feedback, scores, thumbnails, tokens and cost, the answers still streaming
+// (a line under the steps, replaced when the step lands), and the MCTS tree view.
 import { totals, treeSteps } from "./trace_store.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -107,6 +108,16 @@ function renderStep(step, onTree, open, onToggle) {
   return details;
 }
 
+// An answer still streaming: who is writing, and the end of what it has written so far.
+function renderLiveLine(line) {
+  const tail = line.text.slice(-300);
+  return el("div", { class: "ea-meta ea-live-line", "data-agent": line.agent, "data-role": line.role },
+    el("span", { class: `ea-role ea-role-${line.role}`, text: line.role }), " ",
+    el("span", { class: "ea-agent", text: line.agent }), " writing: ",
+    el("span", { class: "ea-live-text", style: "white-space: pre-wrap; word-break: break-all; font-family: monospace",
+      text: line.chars > tail.length ? `…${tail}` : tail }));
+}
+
 // -- the MCTS tree ---------------------------------------------------------------------------
 
 // Lay out a tree left to right (fits a tall, narrow sidebar): depth is the column, leaves take one
@@ -208,7 +219,8 @@ export class TracePanel {
     this.treeStep = null; // seq of the MCTS step shown; null: the latest
     this.selected = null; // the clicked tree node
     this.open = new Set(); // steps the user opened (by run and seq): they stay open as new steps arrive
-    this.unsubscribe = store.subscribe(() => this.render());
+    this.liveBox = null; // the lines of the answers still streaming, updated in place (several times a second)
+    this.unsubscribe = store.subscribe((_, what) => (what === "live" ? this.renderLive() : this.render()));
   }
 
   mount(container) {
@@ -299,6 +311,18 @@ export class TracePanel {
     const toggle = (s) => (open) => (open ? this.open.add(key(s)) : this.open.delete(key(s)));
     root.append(el("div", { class: "ea-steps" },
       shown.map((s) => renderStep(s, showTree(s), this.open.has(key(s)), toggle(s)))));
+    this.liveBox = el("div", { class: "ea-live", "data-live": "" });
+    root.append(this.liveBox);
+    this.renderLive();
+  }
+
+  // Only the live lines: a streaming answer changes them a few times a second, and the steps above stay put.
+  renderLive() {
+    const run = this.currentRun();
+    if (!this.liveBox || !this.liveBox.isConnected || !run) return;
+    const lines = [...run.live.values()].filter((l) => (!this.filters.agent || l.agent === this.filters.agent) &&
+      (!this.filters.role || l.role === this.filters.role));
+    this.liveBox.replaceChildren(...lines.map(renderLiveLine));
   }
 
   renderTreeView(root, trees) {

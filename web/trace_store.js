@@ -1,6 +1,6 @@
 // The agent runs the browser has seen: steps streamed over the websocket while a prompt runs,
-// and whole traces published by Trace View nodes (from /history after a page reload).
-// Plain data and listeners; no DOM here.
+// the text of the brain answers still streaming, and whole traces published by Trace View nodes
+// (from /history after a page reload). Plain data and listeners; no DOM here.
 
 const MAX_RUNS = 12;
 
@@ -15,8 +15,9 @@ export class TraceStore {
     return () => this.listeners.delete(listener);
   }
 
-  emit() {
-    for (const listener of this.listeners) listener(this);
+  // `what`: "live" when only a streaming answer's text changed (a panel can update that line alone)
+  emit(what = "all") {
+    for (const listener of this.listeners) listener(this, what);
   }
 
   // `past`: a run read from /history. It goes before the runs seen live, whenever the history arrives, so the
@@ -25,7 +26,8 @@ export class TraceStore {
     const id = promptId || "(no prompt id)";
     let run = this.runs.find((r) => r.promptId === id);
     if (!run && create) {
-      run = { promptId: id, status: "running", error: "", steps: [], nodes: new Set(), startedAt: Date.now(), past };
+      run = { promptId: id, status: "running", error: "", steps: [], nodes: new Set(), startedAt: Date.now(), past,
+        live: new Map() }; // agent/role -> the text so far of an answer still streaming
       if (past) this.runs.splice(this.runs.filter((r) => r.past).length, 0, run);
       else this.runs.push(run);
       if (this.runs.length > MAX_RUNS) this.runs.shift();
@@ -47,8 +49,18 @@ export class TraceStore {
     const step = { ...detail.step, node: detail.node, title: detail.title, seq: run.steps.length };
     run.steps.push(step);
     run.nodes.add(String(detail.node));
+    for (const [key, live] of run.live) if (live.agent === step.agent) run.live.delete(key); // the step landed
     markChosen(run.steps, step);
     this.emit();
+  }
+
+  // The text so far of a brain's answer that is still streaming (a few times a second while it lasts).
+  setLive(detail) {
+    const run = this.run(detail.prompt_id);
+    if (run.status !== "running") return;
+    run.live.set(`${detail.agent}/${detail.role}`,
+      { agent: detail.agent, role: detail.role, text: detail.text || "", chars: detail.chars || 0, node: detail.node });
+    this.emit("live");
   }
 
   finish(promptId, status, error = "") {
@@ -56,6 +68,7 @@ export class TraceStore {
     if (!run) return;
     run.status = status;
     run.error = error;
+    run.live.clear();
     this.emit();
   }
 

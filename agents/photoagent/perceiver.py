@@ -617,7 +617,7 @@ async def brain_perceive(brain: Brain, image: np.ndarray, tools: ToolRegistry, k
     if memory:  # PhotoAgent's memory: what was executed and what came of it
         text += "\nAlready executed (do not repeat what was reverted):\n" + "\n".join(f"- {m}" for m in memory)
     req = BrainRequest(role="perceiver",
-                       system=prompt("perceiver", k=k, tools=tools.planner_catalogue(),
+                       system=prompt("perceiver", k=k, tools=tools.brief_catalogue(),
                                      mood_text=f" toward the mood '{mood}'" if mood else ""),
                        text=text, schema=schemas.perceive_schema(tools.specs(), k), check=_actions_problem(tools),
                        images=[image], context={"stats": image_statistics(image), "tools": tools.specs(), "k": k,
