@@ -23,7 +23,7 @@ from ..tools.models import before_large_model_load
 from . import budget
 from .brain import BrainAnswer, BrainError, BrainRequest, ask_until_valid, system_for, system_with_schema
 from .openai_brain import PROVIDERS, BrainConfig, _is_loopback, image_data_url
-from .streaming import LiveText, asked_hiding
+from .streaming import LiveText, answer_limit, asked_hiding
 
 log = logging.getLogger(__name__)
 MOST_TOKENS = 32768  # a cut-off answer is asked again with twice the room, up to this
@@ -238,7 +238,8 @@ class OllamaBrain:
             async with self._session.post(url, json=body) as resp:  # closed on every way out, a cancel included
                 if resp.status != 200:
                     return None, await self._refused(resp, answer)
-                return await self._read(resp, LiveText(request.on_text))
+                limit = answer_limit(int((body.get("options") or {}).get("num_predict") or self.config.max_tokens))
+                return await self._read(resp, LiveText(request.on_text), limit)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as err:
             raise _Retry(f"connection error ({type(err).__name__})") from None
         except asyncio.TimeoutError:
@@ -272,8 +273,9 @@ class OllamaBrain:
             return ""
         return f": {', '.join(n for n in names[:8] if n)}" if names else ""
 
-    async def _read(self, resp: Any, live: LiveText) -> tuple[str, dict]:
-        """The streamed answer (one JSON object a line) and its final line, the text passed to ``live``."""
+    async def _read(self, resp: Any, live: LiveText, limit: int) -> tuple[str, dict]:
+        """The streamed answer (one JSON object a line) and its final line, the text passed to ``live``; past
+        ``limit`` characters, cut off there."""
         final: dict = {}
         async for raw in resp.content:
             line = raw.strip()
@@ -290,6 +292,9 @@ class OllamaBrain:
             live.add((data.get("message") or {}).get("content", ""))
             if data.get("done"):
                 final = data
+                break
+            if len(live.text) > limit:  # a runaway answer: cut off, the stream closed, the text validated as it is
+                final = {"done": True, "done_reason": "limit"}
                 break
         live.end()
         if not final:

@@ -102,34 +102,50 @@ def _text_of(content: Any) -> str:
     return content or ""
 
 
-def _add_delta(parts: _Parts, delta: Any, live: LiveText) -> None:
+def answer_limit(max_tokens: int) -> int:
+    """The most characters read of one answer: an endpoint that streams past it (a runaway, or a hostile 10 MB) is
+    cut off there and its text taken as it is (then validated, and re-asked); no real vocabulary's tokens average
+    32 characters, so a model within ``max_tokens`` never reaches it."""
+    return max(65536, 32 * max_tokens)
+
+
+def _add_delta(parts: _Parts, delta: Any, live: LiveText) -> int:
+    """Add one chunk's pieces; returns how many characters it brought."""
     piece = _text_of(getattr(delta, "content", None))
     parts.content.append(piece)
     live.add(piece)
     parts.refusal.append(getattr(delta, "refusal", None) or "")
+    added = len(piece)
     for call in getattr(delta, "tool_calls", None) or []:
         args = getattr(getattr(call, "function", None), "arguments", None) or ""
         parts.calls.setdefault(getattr(call, "index", 0) or 0, []).append(args)
         live.add(args)
+        added += len(args)
     function_call = getattr(delta, "function_call", None)
     if function_call is not None and getattr(function_call, "arguments", None):
         parts.function.append(function_call.arguments)
         live.add(function_call.arguments)
+        added += len(function_call.arguments)
+    return added
 
 
-async def read_chat_stream(stream: Any, live: LiveText) -> Completion:
+async def read_chat_stream(stream: Any, live: LiveText, limit: int = 1 << 62) -> Completion:
     """Put a streamed chat completion (the SDK's chunks) back together, passing the text to ``live`` as it
-    comes. Usage is read from whichever chunk carries it (the last one, with ``include_usage``)."""
+    comes. Usage is read from whichever chunk carries it (the last one, with ``include_usage``). Past ``limit``
+    characters the answer is cut off there (``finish_reason`` "limit") and the stream closed."""
     parts, done = _Parts(), Completion()
-    chose = False
+    chose, size = False, 0
     async for chunk in stream:
+        if size > limit:  # not "length": the endpoint ran past what max_tokens allows, more room will not help
+            done.finish_reason = "limit"
+            break
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             done.tokens_in, done.tokens_out = usage.prompt_tokens or 0, usage.completion_tokens or 0
         for choice in (getattr(chunk, "choices", None) or [])[:1]:
             chose = True
             if getattr(choice, "delta", None) is not None:
-                _add_delta(parts, choice.delta, live)
+                size += _add_delta(parts, choice.delta, live)
             done.finish_reason = getattr(choice, "finish_reason", None) or done.finish_reason
     live.end()
     done.message = parts.message() if chose else None
@@ -186,7 +202,8 @@ async def complete_chat(client: Any, kwargs: dict[str, Any], on_text: Callable[[
     async with resp:  # closes the connection on every way out, a cancel included
         if "event-stream" not in resp.response.headers.get("content-type", ""):
             return whole_answer(await resp.response.aread(), endpoint)
-        return await read_chat_stream(resp, LiveText(on_text))
+        tokens = kwargs.get("max_tokens") or kwargs.get("max_completion_tokens") or 0
+        return await read_chat_stream(resp, LiveText(on_text), answer_limit(tokens))
 
 
 async def asked_hiding(secret: str | None, request: BrainRequest, ask) -> BrainAnswer:

@@ -327,3 +327,17 @@ def test_a_key_for_a_proxy_in_front_of_ollama_is_sent_and_never_shown(ollama, mo
                                   api_key_env="HOME"))
     with pytest.raises(BrainError, match="refusing to send the API key from HOME over plain HTTP"):
         ask(far)
+
+
+def test_a_runaway_answer_is_read_only_to_its_limit_then_re_asked(ollama):
+    """An endpoint that streams far past max_tokens (here 2 MB) is cut off once the answer passes what max_tokens
+    allows (``answer_limit``), its stream closed, and the text validated as it is: re-asked, not read to its end."""
+    from edit_agents.agents.streaming import answer_limit
+
+    ollama.reset(OllamaReply("x" * 2_000_000), OllamaReply({"score": 7}))
+    answer = ask(brain(ollama, max_tokens=64))
+    assert answer.data == {"score": 7} and len(ollama.chats) == 2
+    first = ollama.chats[0]
+    assert first.done.wait(5) and not first.finished  # the client went away before the end
+    assert first.chunks * 4 <= answer_limit(64) + 4096  # read to the limit (65,536 characters), about, not 2 MB
+    assert any("rejected" in n for n in answer.notes)
