@@ -339,5 +339,6 @@ def test_a_runaway_answer_is_read_only_to_its_limit_then_re_asked(ollama):
     assert answer.data == {"score": 7} and len(ollama.chats) == 2
     first = ollama.chats[0]
     assert first.done.wait(5) and not first.finished  # the client went away before the end
-    assert first.chunks * 4 <= answer_limit(64) + 4096  # read to the limit (65,536 characters), about, not 2 MB
+    # read to the limit (65,536 characters), not 2 MB; what the server wrote includes what sat in socket buffers
+    assert first.chunks * 4 < 4 * answer_limit(64) < first.total * 4
     assert any("rejected" in n for n in answer.notes)
