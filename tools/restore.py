@@ -27,7 +27,7 @@ MIN_CONFIDENCE = 0.25  # below this estimate_blur says "none" and deconvolve lea
 # while a kernel whose zeros lie on lines (a square's, a resampling's) puts four deep points on it and reads about 0.1.
 # A disc's confidence scales down below this: deconvolved as a disc, such a blur comes back covered in a fine mesh
 # (each frequency where the two kernels differ in sign is restored inverted). Rounding to 8 bits or a JPEG fills the
-# zeros and lifts squares to 0.16-0.42, among the discs: there a square still reads as a disc (docs/generalisation.md)
+# zeros and lifts squares to 0.16-0.42, among the discs: there a square still reads as a disc (docs/notes/2026-11-generalisation.md)
 RING_EVENNESS = 0.3
 # A motion line smears detail along itself only: past 1/length cycles per px the photo's power along the line falls
 # far below its power across it. Log ratios (along over across): -1.8 to -4.4 on the motion blurs of the defect
@@ -46,7 +46,7 @@ MOTION_CROSS = (0.5, 1.0)
 # the photo; a shake's streaks start and end wherever the scene's features are. So the steps across the line, folded at
 # its length, are read in GRID_STRIPS strips side by side: where every strip peaks at the same phase (within a pixel)
 # at least GRID_REPEAT times the mean of the other phases, the line is a grid's (``repeats_at_one_phase``). Read on the
-# crops that read a line near an axis (written 2026-12-01 for the probe's screen-copy family; docs/generalisation.md):
+# crops that read a line near an axis (written 2026-12-01 for the probe's screen-copy family; docs/notes/2026-11-generalisation.md):
 # the grids read as lines had their strips at one phase, 1.1-3.2 times the rest (the chat-app copy 1.6 and 2.4, the
 # moon's JPEG saved twice 1.7-3.2, JPEG grids at quality 85 read as 8 px lines 1.1-2.0); the axis-aligned shakes of the
 # defect space split their strips' peaks, or, where all four agreed (the dusk rocket's gantry, a structure repeating
@@ -65,7 +65,7 @@ GAUSS_SIGMA = (0.9, 1.2)  # no trust at or below the first, full trust at or abo
 # A Gaussian kernel is round: the fall-off's narrowest width over its widest (_gaussian_widths) is 0.72-0.99 on the
 # defect space's Gaussian blurs (a photo's own texture leans one way); below this the blur is not round, and a round
 # kernel would sharpen the narrow way too much (found on the held-out anisotropic blurs; the limit set on the tuned
-# family: docs/generalisation.md)
+# family: docs/notes/2026-11-generalisation.md)
 GAUSS_ISOTROPY = 0.6
 # ... and a blur that is not round is read as an elongated Gaussian: its two widths and the direction of the wider, from
 # the same fit (since 2026-11-28). Across its long axis it is given at least this width (px): narrower, it undoes
@@ -893,7 +893,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
             f"no defocus, motion or Gaussian blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
     psf = _kernel_of(blur)
     # a JPEG's rounding is noise to a deconvolution too, and its own noise reading misses it (the codec drops the finest
-    # detail it reads): without it, heavy ringing on a photo saved at quality 85 (docs/generalisation.md)
+    # detail it reads): without it, heavy ringing on a photo saved at quality 85 (docs/notes/2026-11-generalisation.md)
     noise = math.hypot(_noise_sigma(lum), jpeg_error(img)[0])
     # and so is the rounding of 8 bits or of a JPEG too fine for jpeg_error to read (quality 95), which lies at the
     # spectrum's floor, where the finest diagonal detail misses what the codec dropped
@@ -904,7 +904,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
     # only the luminance is deconvolved, and its change added to every channel: a JPEG keeps colour at half the
     # resolution and rounds it coarser than the luma, and deconvolving each channel raised those colour errors, so a
     # right kernel took the photo further from its sharp original in colour as it came closer in structure
-    # (docs/generalisation.md, "The colour left as it came")
+    # (docs/notes/2026-11-generalisation.md, "The colour left as it came")
     change = _wiener(lum[:, :, None].astype(np.float32), psf, balance) - lum[:, :, None]
     reach = max(3, (max(psf.shape) // 2) * 2 + 1)
 
@@ -1143,7 +1143,7 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
         return ToolOutput(img.copy(), ["no colour fringes measured; the photo is unchanged"])
     # a JPEG keeps colour at half the resolution (4:2:0, as libjpeg, Pillow and most cameras save it) and rebuilds each
     # channel's fine detail from the luma, which is aligned: only the colour's coarse part carries the fringes, and
-    # moving the fine detail too would misalign it (docs/generalisation.md)
+    # moving the fine detail too would misalign it (docs/notes/2026-11-generalisation.md)
     coarse_colour = jpeg_error(img)[1] > 0 or colour_detail(img) < HALF_COLOUR_DETAIL
 
     def f(c):
