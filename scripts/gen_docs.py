@@ -42,18 +42,21 @@ def cell(text: str) -> str:
 
 # -- tools ---------------------------------------------------------------------------------------
 
+def short_param(p) -> str:
+    """The executor's compact form of a parameter (`stops -3..3=0.3`), a text or mask one by its name alone."""
+    if p.minimum is not None or p.maximum is not None or p.choices:
+        return p.brief()
+    return p.name if p.required or p.default in (None, "") else f"{p.name}={p.default!r}"
+
+
 def tool_table() -> str:
-    rows = ["| tool | category | what it does | parameters (default, range) | cost |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| tool | category | what it does | parameters: range or choices = default | cost |",
+            "| --- | --- | --- | --- | --- |"]
     for s in default_registry().specs():
-        params = []
-        for p in s.params:
-            rng = f", {p.minimum:g}..{p.maximum:g}" if p.minimum is not None and p.maximum is not None else ""
-            choices = f", {'/'.join(p.choices)}" if p.choices else ""
-            default = "required" if p.required else f"{p.default}"
-            params.append(f"`{p.name}` ({default}{rng}{choices})")
+        params = [f"`{short_param(p)}`" for p in s.params]
         cost = s.speed + (", needs a model" if s.needs_model else "") + (", GPU advised" if s.needs_gpu else "")
         out = " → mask" if s.returns == "mask" else ""
-        rows.append(f"| `{s.name}` | {s.category} | {s.description}{out} | {'; '.join(params) or '—'} | {cost} |")
+        rows.append(f"| `{s.name}` | {s.category} | {s.description}{out} | {', '.join(params) or '—'} | {cost} |")
     return "\n".join(rows)
 
 
@@ -114,14 +117,24 @@ def describe_value(spec: list) -> str:
 
 
 def node_table(object_info: dict) -> str:
-    rows = ["| node | id | what it does | inputs (*optional*) | outputs |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| node | id | what it does | inputs, outputs |", "| --- | --- | --- | --- |"]
     for info in our_nodes(object_info):
         if info["category"].endswith("/internal"):
             continue  # built by the loop nodes' expansion, not placed by users
-        ins = ", ".join(f"*`{n}`*" if optional else f"`{n}`" for n, _, optional in inputs_of(info)) or "—"
-        outs = ", ".join(f"`{n}` {t}" for n, t in zip(info["output_name"], info["output"])) or "— (output node)"
-        rows.append(f"| {info['display_name']} | `{info['name']}` | {cell(info['description'])} | {ins} | {outs} |")
+        rows.append(f"| {info['display_name']} | `{info['name']}` | {cell(first_sentence(info['description']))} | "
+                    f"[help page](web/docs/{info['name']}.md) |")
     return "\n".join(rows)
+
+
+def first_sentence(text: str, longest: int = 160) -> str:
+    """A description's first sentence, cut at a word near ``longest`` characters (the README's table keeps each
+    row to a line; the help page has the rest)."""
+    import re
+
+    head = re.split(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z])", str(text).strip(), maxsplit=1)[0].rstrip(".") + "."
+    if len(head) <= longest:
+        return head
+    return head[:longest].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
 
 
 def workflows_using(node_id: str) -> list[str]:

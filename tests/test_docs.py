@@ -70,6 +70,7 @@ def test_the_two_commands_come_first():
     assert "make demo" in head and "make test" in head
 
 
+README_MAX_LINE = 300  # characters: paragraphs wrapped, table rows that fit a wide screen
 README_MAX_LINES = 420  # a README for users; figures, papers and history live in docs/ and CHANGELOG.md
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
@@ -92,6 +93,9 @@ def anchors(markdown: str) -> set[str]:
 
 def test_the_readme_stays_short():
     assert len(README.splitlines()) <= README_MAX_LINES, "move detail to docs/ and link to it"
+    long = [n for n, line in enumerate(README.splitlines(), 1) if len(line) > README_MAX_LINE]
+    assert not long, f"README lines {long} are over {README_MAX_LINE} characters: wrap them (a generated table's row: " \
+                     "shorten it in scripts/gen_docs.py)"
 
 
 def test_every_relative_link_in_the_docs_points_to_something_that_exists():

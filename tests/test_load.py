@@ -1,5 +1,5 @@
 """A bounded run of bench/load.py: concurrent clients against one real server lose nothing and get the
-edits of their own photos back (the 50-prompt figures are in the README)."""
+edits of their own photos back (the 50-prompt figures are in docs/benchmarks.md, "Load")."""
 from __future__ import annotations
 
 import json
