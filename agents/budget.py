@@ -13,7 +13,7 @@ import math
 from typing import Any, Callable, Sequence
 
 from ..tools.errors import shown_by_name
-from .brain import BrainError, BrainRequest
+from .brain import BrainError, BrainRequest, system_for, system_with_schema
 
 # tokens per character by kind: the smallest weights that never fell below Qwen2.5's or Llama 3's count on the
 # prompts, manuals, tool lines, schemas and non-English text measured (bench/llm_budget.py prints the error)
@@ -104,3 +104,27 @@ def fit(request: BrainRequest, system_of: Callable[[BrainRequest], str], *, cont
             f"{budget} that a context of {context} tokens leaves after {answer_tokens} for the answer and "
             f"{REASK_TOKENS} for a re-ask; raise {setting}, or lower the Brain's image_side or max_tokens")
     return system, size, notes
+
+
+def fit_to(request: BrainRequest, config: Any, schema_as_parameter: bool, who: str,
+           setting: str) -> tuple[str, int, list[str]]:
+    """``fit`` to an endpoint brain's ``BrainConfig`` (its context, answer room, image side and model): the
+    system prompt carries the schema unless it goes as the structured-output parameter."""
+    return fit(request, lambda r: system_for(r, schema_as_parameter), context=config.context_size,
+               answer_tokens=config.max_tokens, side=config.image_side, model=config.model, who=who, setting=setting)
+
+
+def schema_into_prompt(messages: list[dict], request: BrainRequest, config: Any, who: str,
+                       setting: str) -> list[dict]:
+    """``messages`` with the schema in the system prompt, for an endpoint that refused it as a parameter; the
+    request is checked against the context again, since the schema makes it longer."""
+    system = system_with_schema(request)
+    if messages[0]["content"] == system:
+        return messages
+    size = request_tokens(system, request.text, request.images, config.image_side, config.model)
+    if size > prompt_budget(config.context_size, config.max_tokens):
+        raise ContextError(
+            f"{who} takes no JSON schema as a parameter, and the {request.role} request with its schema in the prompt "
+            f"is about {size} tokens, beyond what a context of {config.context_size} leaves; raise {setting}")
+    return [{"role": "system", "content": system}, *messages[1:]]
+

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..tools.models import before_large_model_load
 from . import budget
-from .brain import BrainAnswer, BrainError, BrainRequest, ask_until_valid, system_for, system_with_schema
+from .brain import BrainAnswer, BrainError, BrainRequest, ask_until_valid
 from .openai_brain import PROVIDERS, BrainConfig, _is_loopback, image_data_url
 from .streaming import LiveText, answer_limit, asked_hiding
 
@@ -158,12 +158,9 @@ class OllamaBrain:
         return answer
 
     def fit(self, request: BrainRequest) -> tuple[str, int, list[str]]:
-        """Trim ``request`` to this brain's context (``budget.fit``); returns (the system prompt, the request's
-        tokens, what was left out)."""
-        return budget.fit(request, lambda r: system_for(r, self._structured == "json_schema"),
-                          context=self.config.context_size, answer_tokens=self.config.max_tokens,
-                          side=self.config.image_side, model=self.config.model, who=f"{self.name} at {self.root}",
-                          setting=self.context_setting())
+        """Trim ``request`` to this brain's context; returns (the system prompt, its tokens, what was left out)."""
+        return budget.fit_to(request, self.config, self._structured == "json_schema", f"{self.name} at {self.root}",
+                             self.context_setting())
 
     def context_setting(self) -> str:
         """What a user raises when a request does not fit."""
@@ -215,18 +212,11 @@ class OllamaBrain:
             return text
 
     def _with_schema_in_prompt(self, messages: list[dict], request: BrainRequest) -> list[dict]:
-        """``messages`` with the schema in the system prompt once Ollama has refused it as ``format`` (checked
-        against the context again: the schema makes the request longer)."""
-        system = system_with_schema(request)
-        if self._structured == "json_schema" or messages[0]["content"] == system:
+        """``messages`` with the schema in the system prompt once Ollama has refused it as ``format``."""
+        if self._structured == "json_schema":
             return messages
-        size = budget.request_tokens(system, request.text, request.images, self.config.image_side, self.config.model)
-        if size > budget.prompt_budget(self.config.context_size, self.config.max_tokens):
-            raise budget.ContextError(
-                f"Ollama at {self.root} takes no JSON schema as format, and the {request.role} request with its "
-                f"schema in the prompt is about {size} tokens, beyond what a context of {self.config.context_size} "
-                f"leaves; raise {self.context_setting()}")
-        return [{"role": "system", "content": system}, *messages[1:]]
+        return budget.schema_into_prompt(messages, request, self.config, f"Ollama at {self.root}",
+                                         self.context_setting())
 
     async def _chat(self, body: dict, request: BrainRequest, answer: BrainAnswer) -> tuple[str | None, dict]:
         """One ``POST /api/chat``: (the text, the final line), or (None, {}) after a 400 that changed the request.

@@ -22,8 +22,7 @@ import numpy as np
 from ..tools.backends import require
 from ..tools.imageops import resize_longest, to_uint8
 from . import budget
-from .brain import (BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, ask_until_valid, system_for,
-                    system_with_schema)
+from .brain import BrainAnswer, BrainError, BrainRequest, InvalidAnswerError, ask_until_valid
 
 
 @dataclass(frozen=True)
@@ -352,12 +351,9 @@ class OpenAIBrain:
         return answer
 
     def fit(self, request: BrainRequest) -> tuple[str, int, list[str]]:
-        """Trim ``request`` to this brain's context (``budget.fit``); returns (the system prompt, the request's
-        tokens, what was left out)."""
-        return budget.fit(request, lambda r: system_for(r, self._structured == "json_schema"),
-                          context=self.config.context_size, answer_tokens=self.config.max_tokens,
-                          side=self.config.image_side, model=self.config.model,
-                          who=f"{self.name} at {self._endpoint()}", setting=self.context_setting())
+        """Trim ``request`` to this brain's context; returns (the system prompt, its tokens, what was left out)."""
+        return budget.fit_to(request, self.config, self._structured == "json_schema",
+                             f"{self.name} at {self._endpoint()}", self.context_setting())
 
     def context_setting(self) -> str:
         """What a user raises when a request does not fit."""
@@ -366,18 +362,11 @@ class OpenAIBrain:
         return f"the Brain's context (now {self.config.context_size}){where.get(self.config.provider, '')}"
 
     def _prompt_for_mode(self, messages: list[dict], request: BrainRequest) -> list[dict]:
-        """``messages`` with the schema in the system prompt once the endpoint has refused it as a parameter (the
-        request is checked against the context again: the schema makes it longer)."""
-        if self._structured == "json_schema" or messages[0]["content"] == system_with_schema(request):
+        """``messages`` as the current structured mode needs them: the schema into the prompt once the endpoint
+        has refused it as ``response_format``."""
+        if self._structured == "json_schema":
             return messages
-        system = system_with_schema(request)
-        size = budget.request_tokens(system, request.text, request.images, self.config.image_side, self.config.model)
-        if size > budget.prompt_budget(self.config.context_size, self.config.max_tokens):
-            raise budget.ContextError(
-                f"{self._endpoint()} takes no JSON schema as a parameter, and the {request.role} request with its "
-                f"schema in the prompt is about {size} tokens, beyond what a context of {self.config.context_size} "
-                f"leaves; raise {self.context_setting()}")
-        return [{"role": "system", "content": system}, *messages[1:]]
+        return budget.schema_into_prompt(messages, request, self.config, self._endpoint(), self.context_setting())
 
 
 def redact(value: Any, secret: str) -> Any:
