@@ -12,8 +12,8 @@ demo: setup
 	@$(PY) scripts/demo.py
 
 # The whole suite on the current ComfyUI and the newest frontend: unit, real-server integration, CLI and browser
-# tests, and the ecosystem's own checks (tests/test_ecosystem_checks.py: comfy node validate, the Registry zip,
-# comfy-test lint, ruff, ESLint; tests/test_fresh_install.py: every shipped workflow runs as it is on a fresh
+# tests, and the ecosystem's own checks (tests/project/test_ecosystem_checks.py: comfy node validate, the Registry zip,
+# comfy-test lint, ruff, ESLint; tests/workflows/test_fresh_install.py: every shipped workflow runs as it is on a fresh
 # install). Then the compatibility run: the server, workflow and browser tests again on the oldest supported
 # pair (ComfyUI 0.3.75 with frontend 1.32.9) that `make setup` prepared. Last the Python 3.13 run: the unit tests
 # and the offline workflow on a ComfyUI server under 3.13, which ComfyUI's portable build ships.
@@ -31,11 +31,11 @@ test-compat-run:
 
 # The Python 3.13 run, on the venv `make setup` made at .setup/py313 (PY313 in .setup/env; none when it found no
 # Python 3.13 or EDIT_AGENTS_SKIP_PY313 is set): the unit tests, then the offline workflow on the current ComfyUI
-# started under 3.13 (the session's server runs on the tests' own Python) and tests/test_python_version.py's check
+# started under 3.13 (the session's server runs on the tests' own Python) and tests/project/test_python_version.py's check
 # that it does.
 PY313 ?= $(shell sed -n 's/^PY313=//p' .setup/env 2>/dev/null)
-PY313_SERVER_TESTS := tests/test_python_version.py \
-	"tests/test_fresh_install.py::test_each_shipped_workflow_runs_as_it_is_on_a_fresh_install[photoagent_offline.json]"
+PY313_SERVER_TESTS := tests/project/test_python_version.py \
+	"tests/workflows/test_fresh_install.py::test_each_shipped_workflow_runs_as_it_is_on_a_fresh_install[photoagent_offline.json]"
 
 test-py313: setup
 	@$(MAKE) --no-print-directory test-py313-run
@@ -54,7 +54,7 @@ test-fast: setup
 
 # Only the ecosystem's checks and the fresh-install run of the shipped workflows.
 check: setup
-	@$(PY) -m pytest tests/test_ecosystem_checks.py tests/test_fresh_install.py $(PYTEST_ARGS)
+	@$(PY) -m pytest tests/project/test_ecosystem_checks.py tests/workflows/test_fresh_install.py $(PYTEST_ARGS)
 
 # Regenerate the README's tool, provider and node tables and web/docs/ (starts a local ComfyUI for the node schemas).
 docs: setup

@@ -20,7 +20,7 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 from tone_identifiability import bound_table, command_line, other_pictures  # noqa: E402

@@ -5,7 +5,7 @@ The same edit two ways, in one process with ComfyUI loaded on the CPU: (a) the a
 float image (resizing to the working size, the reference latent, the sampler, the decode, resizing back); (b) the
 nodes a user would wire by hand for it (VAE Encode, CLIP Text Encode, ReferenceLatent, FluxGuidance,
 ConditioningZeroOut, KSampler, VAE Decode) on a tensor already at the working size. The model is the tests' tiny
-FLUX (tests/build_tiny_flux.py, cached in ~/.cache/edit-agents): random weights, so only the time means anything.
+FLUX (tests/support/build_tiny_flux.py, cached in ~/.cache/edit-agents): random weights, so only the time means anything.
 Runs alternate, after a warm-up of each; the figure is the median.
 
 Run: .venv/bin/python bench/editor_overhead.py [--runs 5] [--side 128] [--steps 2]
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def comfy_in_process():

@@ -1,6 +1,6 @@
 """Benchmark (issue 27): which blur kernels the crops read as one (perceiver.pooled_kernel) on every family.
 
-For every family of the defect space and of the held-out set (bench/defects.py), on the evaluation photos, and for
+For every family of the defect space and of the held-out set (tests/support/defects.py), on the evaluation photos, and for
 every clean photo the project has, the photo (saved as a JPEG or a PNG, or left a float array) goes through
 ``perceiver.estimate_kernel`` as the search reads it (its four native texture crops). Printed: every kernel read on the
 crops pooled that most crops agree on, its confidence, size and angle, and for a shake whether that is its true length
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 import defects  # noqa: E402
 from photoagent_generalise import OTHER_CLEAN, _photo  # noqa: E402
 from photoset import EVALUATION  # noqa: E402

@@ -23,7 +23,7 @@ import aiohttp
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from edit_agents.agents import budget  # noqa: E402
 from edit_agents.cli.client import ComfyClient  # noqa: E402

@@ -12,7 +12,7 @@ and writes it to bench/results/load.txt (--results) under a header line (command
 
   --servers-scaling N   N photos through an LLM-bound workflow (workflows/imagagent.json: planner, executor,
                         three experts and an aggregator, every Brain on the scripted OpenAI-compatible endpoint
-                        of tests/llm_server.py answering valid JSON after --llm-latency seconds), first with
+                        of tests/support/llm_server.py answering valid JSON after --llm-latency seconds), first with
                         `--server A`, then with `--server A --server B`. A ComfyUI server runs one prompt at a
                         time, so while the work is waiting on the LLM two servers should nearly double the
                         photos/min: the ratio should be at least 1.8. Each run gets photos of its own (no cache
@@ -336,7 +336,7 @@ def peak_concurrency(seen: list) -> int:
 
 def measure_scaling(n: int, latency: float, work: Path, timeout: float, threads: int = 0) -> dict:
     """photos/min of `edit-agents batch` on an LLM-bound workflow with one server, then with two."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from llm_server import ScriptedLLM
 
     llm = ScriptedLLM().start()

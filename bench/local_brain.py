@@ -1,6 +1,6 @@
 """Benchmark: the local brain (agents/local_brain.py) on the tiny random-weight models, on the CPU.
 
-For each model family (tests/tiny_vlms.py: qwen2-vl, smolvlm, text by default; the vision families get one
+For each model family (tests/support/tiny_vlms.py: qwen2-vl, smolvlm, text by default; the vision families get one
 96x128 photo with every request) and three role schemas (planner: plan_schema over the default toolbox,
 expert: EXPERT, caption: CAPTION), greedy decoding, the brain's budget 128 tokens (--max-tokens), torch on one
 thread (--threads; with two on this 2-core machine the same generate call swings by up to 2x from run to run),
@@ -81,7 +81,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 

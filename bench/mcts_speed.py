@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from scipy import stats as sps
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from photoset import DEFECTS, degrade, load  # noqa: E402
 
 from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_enhance, root_state  # noqa: E402

@@ -1,6 +1,6 @@
 """Benchmark (issue 13): does offline PhotoAgent do what a photographer wants, judged against the truth?
 
-The evaluation photos of bench/photoset.py (never used to fit the reward), each clean and with each
+The evaluation photos of tests/support/photoset.py (never used to fit the reward), each clean and with each
 known defect at its benchmark strength. Every result is compared with the clean original by SSIM and
 mean CIEDE2000, not by the reward the search optimises.
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from photoset import DEFECTS, EVALUATION, degrade, load  # noqa: E402
 
 from edit_agents.agents.photoagent.enhance import EnhanceSettings, enhance  # noqa: E402

@@ -1,7 +1,7 @@
 """Benchmark: does offline PhotoAgent generalise to defects it was not tuned on, judged against the truth?
 
-bench/photoagent_fidelity.py judges the search on the eight defects of bench/photoset.py, made the same
-way the reward was fitted on. Here the defects come from bench/defects.py: each defect made several
+bench/photoagent_fidelity.py judges the search on the eight defects of tests/support/photoset.py, made the same
+way the reward was fitted on. Here the defects come from tests/support/defects.py: each defect made several
 ways (families, grouped into tone, colour, noise, blur and over-processing, plus combinations of two
 or three families), each case with its own random strength. The photos are photoset.EVALUATION, never
 used to fit anything. Every result is compared with the clean original by SSIM and mean CIEDE2000
@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 import defects
 from edit_agents.agents.photoagent.search import mcts_enhance
 from edit_agents.agents.reward import FittedReward, Reward
@@ -347,7 +347,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--photos", default=",".join(EVALUATION), help="comma-separated (default: photoset.EVALUATION)")
     ap.add_argument("--families", default=",".join(defects.families() + ["clean"]),
-                    help='comma-separated families of bench/defects.py, "combination" and "clean" (default: all)')
+                    help='comma-separated families of tests/support/defects.py, "combination" and "clean" (default: all)')
     ap.add_argument("--other-clean", default=",".join(OTHER_CLEAN),
                     help="photos run only as clean photos, beside the evaluation photos' own (default: every other "
                          "photo the project has; the calibration ones among them are in-sample for the reward)")

@@ -4,7 +4,7 @@ from its histogram alone? Judged leave-one-family-out on photos kept apart.
 
 The idea (issue 27, item 3): regress where each luminance quantile of a photo *should* be — the clean
 photo's quantiles for a degraded one, its own for a good one — and apply the monotone curve between them.
-Rows: the FIT photos clean (target: no change) and degraded by every family of bench/defects.py at random
+Rows: the FIT photos clean (target: no change) and degraded by every family of tests/support/defects.py at random
 strengths. For each family, a model fitted without it (nor any combination containing it) predicts that
 family's cases on the held-out EVALUATION photos; ``recovered`` is the share of the needed correction it
 gets (1 = all, 0 = no better than leaving the photo, < 0 = worse). It also reports how far the full model
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from defects import FAMILIES, families, family_of_parts, make  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 

@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 import defects  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, comfy_pictures, load  # noqa: E402

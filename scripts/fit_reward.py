@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Fit the offline reward's bands and weights by pairwise ranking; write agents/data/reward_offline.json.
 
-Training pairs come from the CALIBRATION photos of bench/photoset.py: the clean photo beats each
+Training pairs come from the CALIBRATION photos of tests/support/photoset.py: the clean photo beats each
 degraded or over-processed version of itself, and a milder degradation beats a stronger one of the
-same kind (bench/photoset.py's recipes: the shipped fit). --space defects takes the pairs from the defect
-space of bench/defects.py instead (every family at random strengths, combinations of two or three, and
+same kind (tests/support/photoset.py's recipes: the shipped fit). --space defects takes the pairs from the defect
+space of tests/support/defects.py instead (every family at random strengths, combinations of two or three, and
 the over-processing a good photo must be protected from); docs/notes/2026-11-generalisation.md gives what it measured. The model is the reward's own: per statistic a band (where it stops being fine, and how
 fast the score falls outside), per component a weight; it maximises the pairwise log-likelihood
 (a logistic of the score difference) with L-BFGS. The same pairs built from the EVALUATION photos,
@@ -12,7 +12,7 @@ never seen by the fit, give the held-out ranking accuracy that the README report
 leave-one-family-out: for each family, a fit without it (nor any combination containing it) ranks that
 family's held-out pairs (docs/notes/2026-11-generalisation.md).
 Run: .venv/bin/python scripts/fit_reward.py   (about three minutes on 2 cores; with --lofo about fifteen)
-     --out PATH writes elsewhere; --calibration / --held-out take comma-separated photo names (bench/photoset.py).
+     --out PATH writes elsewhere; --calibration / --held-out take comma-separated photo names (tests/support/photoset.py).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from defects import FAMILIES, family_of_parts  # noqa: E402
 from defects import families as defect_families  # noqa: E402
@@ -59,7 +59,7 @@ MIN_WIDTH = 0.25  # a band's softest fall, in spreads (standard deviations) of i
 SCENE_STATS = ("black_level", "mean_luma", "clip_bright", "clip_dark", "rms_contrast", "colourfulness")
 CLEAN_MARGIN = 0.25
 SHARE_UNIT = {"clip_bright": 0.01, "clip_dark": 0.01}
-STRENGTHS = 3  # random strengths per family and photo (bench/defects.py)
+STRENGTHS = 3  # random strengths per family and photo (tests/support/defects.py)
 COMBINATIONS = 4  # random combinations per photo
 
 
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out", default=",".join(EVALUATION), help="photos to measure the accuracy on")
     ap.add_argument("--restarts", type=int, default=4, help="optimiser starts (the loss is not convex)")
     ap.add_argument("--space", choices=("recipes", "defects"), default="recipes",
-                    help="bench/photoset.py's recipes (default, the shipped fit) or bench/defects.py's defect space")
+                    help="tests/support/photoset.py's recipes (default, the shipped fit) or tests/support/defects.py's defect space")
     ap.add_argument("--lofo", action="store_true", help="first judge the fit leave-one-family-out (defects space)")
     ap.add_argument("--lofo-dir", type=Path, help="with --lofo: write each family's fit there as <family>.json")
     ap.add_argument("--widen", action="store_true", help="do not fit: widen the scene bands of the fit at --out past "

@@ -1,4 +1,4 @@
-"""Generate the docs that describe code (one spec, many readers). `make docs` runs it; tests/test_docs.py
+"""Generate the docs that describe code (one spec, many readers). `make docs` runs it; tests/project/test_docs.py
 fails when any of them is stale.
 
 - README: the tool table (from the tool specs), the provider table (from the provider presets) and the

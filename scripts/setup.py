@@ -10,11 +10,11 @@ already done, so a second run takes seconds. Environment knobs:
   COMFYUI_REF        git ref to clone when GitHub is reachable (default: the newest release tag)
   EDIT_AGENTS_SKIP_COMPAT=1  do not prepare the oldest supported ComfyUI (0.3.75 with frontend 1.32.9) that
                      `make test`'s compatibility run uses
-  COMFYUI_DISTRIBUTED_SOURCE  the ComfyUI-Distributed source archive (or folder) that tests/test_distributed.py
+  COMFYUI_DISTRIBUTED_SOURCE  the ComfyUI-Distributed source archive (or folder) that tests/nodes/test_distributed.py
                      runs (default: ../shared/comfyui/ComfyUI-Distributed-1.4.4.tar.gz beside the checkout)
   EDIT_AGENTS_SKIP_CHROMIUM=1  do not try to install Debian's Chromium
   EDIT_AGENTS_SKIP_CHECK_TOOLS=1  do not install the ecosystem's checkers (comfy-cli, comfy-test, ESLint);
-                               tests/test_ecosystem_checks.py then skips those checks
+                               tests/project/test_ecosystem_checks.py then skips those checks
 """
 from __future__ import annotations
 
@@ -54,11 +54,11 @@ TORCH_SPECS = {
 # ComfyUI's requirements name these; the pack must never reinstall the user's torch.
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
-# The ecosystem's own checkers, run by tests/test_ecosystem_checks.py. comfy-cli and comfy-test pull in many
+# The ecosystem's own checkers, run by tests/project/test_ecosystem_checks.py. comfy-cli and comfy-test pull in many
 # packages of their own, so they get a venv of their own (never the one ComfyUI runs in); ESLint comes from npm.
 # ruff is in requirements-dev.txt. Pinned: their rules change between releases. comfy-import-guard (stdlib only)
 # checks the pack's comfy.* imports and calls against ComfyUI's source; pyright (npm, beside ESLint) checks the
-# pack and the CLI under Windows's platform stubs (tests/test_windows.py).
+# pack and the CLI under Windows's platform stubs (tests/project/test_windows.py).
 CHECK_TOOLS_VENV = STATE / "tools"
 CHECK_TOOLS = ["comfy-cli==1.23.0", "comfy-test==0.4.15", "comfy-import-guard==1.3.0"]
 ESLINT_DIR = STATE / "eslint"
@@ -368,7 +368,7 @@ def ensure_compat() -> str:
 
 
 # ComfyUI-Distributed (the community's pack for spreading work over GPUs and machines: a master and workers over
-# HTTP), for tests/test_distributed.py. Unpacked beside the managed ComfyUI, never into its custom_nodes: the rest
+# HTTP), for tests/nodes/test_distributed.py. Unpacked beside the managed ComfyUI, never into its custom_nodes: the rest
 # of the test suite must not load it; that test loads it per server through an extra-model-paths file.
 DISTRIBUTED_DIR = STATE / "ComfyUI-Distributed"
 DISTRIBUTED_DEFAULT_SOURCE = ROOT.parent / "shared" / "comfyui" / "ComfyUI-Distributed-1.4.4.tar.gz"
@@ -380,7 +380,7 @@ def ensure_distributed() -> str:
     source = Path(os.environ.get("COMFYUI_DISTRIBUTED_SOURCE") or DISTRIBUTED_DEFAULT_SOURCE).expanduser()
     if not source.exists():
         return (f"skipped: no ComfyUI-Distributed at {source} (set COMFYUI_DISTRIBUTED_SOURCE to its source archive "
-                "or folder); tests/test_distributed.py fails until it is there")
+                "or folder); tests/nodes/test_distributed.py fails until it is there")
     digest = source_digest(source) + str(venv_dir())
     if (DISTRIBUTED_DIR / "__init__.py").exists() and stamp_ok("distributed", digest):
         return f"up to date in {DISTRIBUTED_DIR}"

@@ -17,6 +17,9 @@ from edit_agents.tools.imageops import as_image
 
 from helpers import ARTIFACTS, frontends, setup_env, which_run
 
+# Fixtures kept in tests/support/ beside the helpers they use: the real frontend in Chromium (``page``).
+pytest_plugins = ("browser",)
+
 
 def pytest_configure(config):
     """The compatibility run (EDIT_AGENTS_TEST_RUN=compat) points every server the tests start, and every
@@ -192,7 +195,7 @@ def tiny_checkpoint(name: str, in_channels: int) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         comfy_dir = find_comfyui()
         partial = path.with_suffix(".partial")
-        subprocess.run([sys.executable, str(Path(__file__).parent / "build_tiny_checkpoint.py"), str(partial),
+        subprocess.run([sys.executable, str(Path(__file__).parent / "support" / "build_tiny_checkpoint.py"), str(partial),
                         "--in-channels", str(in_channels)], cwd=comfy_dir, env={**os.environ, "PYTHONPATH": str(comfy_dir)},
                        check=True, capture_output=True, timeout=600)
         partial.rename(path)
@@ -212,7 +215,7 @@ def tiny_flux() -> tuple[Path, Path]:
         model.parent.mkdir(parents=True, exist_ok=True)
         comfy_dir = find_comfyui()
         partial = [p.with_suffix(".partial") for p in (model, vae)]
-        subprocess.run([sys.executable, str(Path(__file__).parent / "build_tiny_flux.py"), *map(str, partial)],
+        subprocess.run([sys.executable, str(Path(__file__).parent / "support" / "build_tiny_flux.py"), *map(str, partial)],
                        cwd=comfy_dir, env={**os.environ, "PYTHONPATH": str(comfy_dir)}, check=True,
                        capture_output=True, timeout=600)
         for done, path in zip(partial, (model, vae)):
