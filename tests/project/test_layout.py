@@ -103,3 +103,19 @@ def test_every_python_package_of_the_pack_is_installed():
                                for folder in ("agents", "tools", "nodes", "cli")
                                for p in (PACK_ROOT / folder).rglob("__init__.py")}
     assert "edit_agents.agents.photoagent" in found and found <= listed, f"not installed: {sorted(found - listed)}"
+
+
+TESTS = PACK_ROOT / "tests"
+BENCH_MODULES = {p.stem for p in (PACK_ROOT / "bench").glob("*.py")}
+
+
+def test_tests_mirror_the_code_and_support_imports_no_bench():
+    """Each test module sits in the folder of what it tests (no test module left at the top of tests/), imports no
+    other test module, and the test-support modules (tests/support/) import nothing from bench/: benchmarks may
+    import the support, never the other way round. Only the tests of the benchmarks (tests/bench/) import them."""
+    assert not list(TESTS.glob("test_*.py")), "a test module at the top of tests/: put it beside what it tests"
+    for path in TESTS.rglob("*.py"):
+        names = {module.split(".")[0] for _, module in imports(path)}
+        assert not {n for n in names if n.startswith("test_")}, f"{path} imports another test module"
+        if path.parent.name != "bench":
+            assert not names & BENCH_MODULES, f"{path} imports a benchmark: {sorted(names & BENCH_MODULES)}"
