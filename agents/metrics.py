@@ -18,8 +18,12 @@ from scipy import ndimage
 from ..tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
                               laplacian, luminance, neutral_evidence, per_plane, resize, resize_longest,
                               sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
-                             patch_minimum)
+from ..tools.restore.banding import banding_sigma
+from ..tools.restore.fringes import fringe_scales
+from ..tools.restore.haze import DARK_PATCH, patch_minimum
+from ..tools.restore.impulses import impulse_share
+from ..tools.restore.jpeg import grid_measures
+from ..tools.restore.levels import level_step
 
 
 @dataclass(frozen=True)

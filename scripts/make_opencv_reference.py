@@ -1,5 +1,5 @@
 """Write tests/data/opencv_reference.npz: what OpenCV's functions return on small fixed inputs, for each function
-tools/imageops.py computes without OpenCV. tests/tools/test_opencv_parity.py compares the pack's results with these
+tools/imageops/ computes without OpenCV. tests/tools/test_opencv_parity.py compares the pack's results with these
 arrays, so the parity is checked on machines with no OpenCV at all (CI's, the users').
 
 Needs an OpenCV wheel, only here: .venv/bin/pip install opencv-python-headless

@@ -11,7 +11,7 @@ def default_registry(runtime=None) -> ToolRegistry:
     from .generative import GENERATIVE_TOOLS
     from .localise import LOCALISE_TOOLS
     from .masks import MASK_TOOLS
-    from .restore import RESTORE_TOOLS
+    from .restore.specs import RESTORE_TOOLS
     from .vlm import VLM_TOOLS
 
     return ToolRegistry(CLASSIC_TOOLS + RESTORE_TOOLS + MASK_TOOLS + LOCALISE_TOOLS + GENERATIVE_TOOLS + VLM_TOOLS, runtime=runtime)

@@ -411,7 +411,7 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
     or narrower). Where no crop reads a kernel surely, the crops read as one (``pooled_kernel``). ``grid``: the length
     of a line some crop read and dropped as a grid's period, where no other line was trusted (the trace says so)."""
     from ...tools.imageops import luminance
-    from ...tools.restore import blur_of_spectrum, blur_spectrum, unless_grid
+    from ...tools.restore.blur import blur_of_spectrum, blur_spectrum, unless_grid
 
     # each crop's spectrum once: its own reading, the pool's and the agreement with the pool read it
     lums = [luminance(c) for c in crops or () if min(c.shape[:2]) >= 64]
@@ -427,7 +427,7 @@ def estimate_kernel(crops: Sequence[np.ndarray] | None) -> dict | None:
 
 def _kernel_of_readings(found: list[dict], powers: list, lums: list) -> dict:
     """estimate_kernel's choice among the crops' readings (``found``), their spectra and luminances."""
-    from ...tools.restore import gaussian_reading, repeats_at_one_phase
+    from ...tools.restore.blur import gaussian_reading, repeats_at_one_phase
 
     # a shake moves the whole frame: a line read on one crop alone, with no other crop reading one of about its length
     # and angle, is no shake (a JPEG's 8 px grid, read as an 8 px line by one crop of a dusk sky, was deconvolved)
@@ -477,7 +477,7 @@ def pooled_kernel(powers: Sequence[np.ndarray | None], best: dict) -> dict:
     two crops of a brightened or washed-out copy read alone as well), so its kernel counts only where most crops
     (POOLED_AGREEING of the four) read one of that kind at about its size and angle on their own; else ``best``,
     the crops' own reading, stands."""
-    from ...tools.restore import blur_of_spectrum, pooled_spectrum
+    from ...tools.restore.blur import blur_of_spectrum, pooled_spectrum
 
     pooled = blur_of_spectrum(pooled_spectrum(powers))
     if pooled["kind"] == "none" or pooled["confidence"] <= best["confidence"]:

@@ -25,12 +25,12 @@ def image(h: int, w: int, c: int, seed: int = 0) -> np.ndarray:
 
 def one_piece_and_tiled(monkeypatch, fn, tile_elements: int):
     with monkeypatch.context() as m:
-        m.setattr(imageops, "SMALL_ELEMENTS", 1 << 40)
-        m.setattr(imageops, "TILE_ELEMENTS", 1 << 40)
+        m.setattr(imageops.tiles, "SMALL_ELEMENTS", 1 << 40)
+        m.setattr(imageops.tiles, "TILE_ELEMENTS", 1 << 40)
         whole = fn()
     with monkeypatch.context() as m:
-        m.setattr(imageops, "SMALL_ELEMENTS", 0)
-        m.setattr(imageops, "TILE_ELEMENTS", tile_elements)
+        m.setattr(imageops.tiles, "SMALL_ELEMENTS", 0)
+        m.setattr(imageops.tiles, "TILE_ELEMENTS", tile_elements)
         tiled = fn()
     return whole, tiled
 

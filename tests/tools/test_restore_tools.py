@@ -262,13 +262,13 @@ def test_a_jpeg_s_quality_and_rounding_error_are_read_from_the_photo(name, clean
 def test_a_blurred_photo_saved_as_a_jpeg_is_deconvolved_without_ringing(name, radius, clean, monkeypatch):
     """The JPEG's rounding counts as noise: its own noise reading misses it (the codec drops the finest detail),
     and a deconvolution penalised for the sensor's noise alone raised the codec's blocks and ringing."""
-    import edit_agents.tools.restore as restore
+    import edit_agents.tools.restore.deconvolution as deconvolution
 
     img = clean[name]
     saved = jpeg(blurred(img, disc(radius)), 85)
     params = {"kind": "defocus", "radius": radius, "strength": 1.0}
     out = REGISTRY.call("deconvolve", saved, params)[0]
-    monkeypatch.setattr(restore, "jpeg_error", lambda image: (0.0, 0))  # the code before: the rounding unseen
+    monkeypatch.setattr(deconvolution, "jpeg_error", lambda image: (0.0, 0))  # the code before: the rounding unseen
     unseen = REGISTRY.call("deconvolve", saved, params)[0]
     print(f"{name} r{radius}: saved {ssim(saved, img):.3f}, deconvolved {ssim(out, img):.3f} "
           f"({ssim(unseen, img):.3f} with the rounding unseen)")
@@ -494,13 +494,13 @@ def test_colour_fringes_in_a_jpeg_are_scaled_back_at_the_colour_s_resolution(nam
     """A JPEG keeps colour at half resolution (4:2:0) and rebuilds each channel's fine detail from the aligned luma:
     the whole red and blue planes moved back misalign that detail, and left the photo further from the clean one. At
     quality 95 the JPEG's rounding is too fine to read; its colour's resolution is not (colour_detail)."""
-    import edit_agents.tools.restore as restore
+    import edit_agents.tools.restore.fringes as fringes
 
     img = resize_longest(photos[name], 512)
     saved = jpeg(fringed(img, 0.008, -0.008), quality)
     out = REGISTRY.call("fix_fringes", saved, {"strength": 1.0})[0]
-    monkeypatch.setattr(restore, "jpeg_error", lambda image: (0.0, 0))  # the code before: the JPEG unseen ...
-    monkeypatch.setattr(restore, "colour_detail", lambda image: 10.0)  # ... and the colour taken as full resolution
+    monkeypatch.setattr(fringes, "jpeg_error", lambda image: (0.0, 0))  # the code before: the JPEG unseen ...
+    monkeypatch.setattr(fringes, "colour_detail", lambda image: 10.0)  # ... and the colour taken as full resolution
     whole = REGISTRY.call("fix_fringes", saved, {"strength": 1.0})[0]
     print(f"{name} q{quality}: saved {ssim(saved, img):.3f}, fixed {ssim(out, img):.3f} (whole planes moved: "
           f"{ssim(whole, img):.3f})")
@@ -831,7 +831,7 @@ def test_a_blur_saved_at_quality_95_is_deconvolved_with_the_codec_s_rounding_as_
     img = resize_longest(as_image(getattr(data, name)()), 512)
     soft = jpeg(convolved(img, disc(3)), 95)
     counted = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]
-    monkeypatch.setattr(restore, "floor_sigma", lambda lum: 0.0)
+    monkeypatch.setattr(restore.deconvolution, "floor_sigma", lambda lum: 0.0)
     unseen = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]
     print(f"{name}: SSIM {ssim(img, soft):.4f} blurred, {ssim(img, unseen):.4f} the floor unseen, "
           f"{ssim(img, counted):.4f} counted")
