@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defects  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 
-from edit_agents.agents.metrics import (BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, _chroma_blotches,  # noqa: E402
+from edit_agents.agents.quality.metrics import (BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, _chroma_blotches,  # noqa: E402
                                         raw_statistics, texture_crops)
 
 CLEAN = CALIBRATION + EVALUATION + ("retina",)

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import jpeg_readings as readings
 from photoset import load
 
-from edit_agents.agents.metrics import _chroma_blotches, texture_crops
+from edit_agents.agents.quality.metrics import _chroma_blotches, texture_crops
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from ...tools.spec import ToolCallError, ToolRegistry
 from .. import schemas
 from ..brain import Brain, BrainError, BrainRequest, close_brains, run_blocking
 from ..records import ToolCall
-from ..reward import excess
-from ..metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT,
+from ..quality.reward import excess
+from ..quality.metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLEAN_GRID_STEP, FRINGE_LIMIT, IMPULSE_LIMIT,
                        STEP_LIMIT, VEIL_LIMIT, image_statistics)
 from ..roles import Where, ask, prompt
 from ..trace import Trace

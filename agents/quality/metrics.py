@@ -2,8 +2,9 @@
 how a request phrases it), and the statistics that read them (tone and colour on a small copy, noise, sharpness,
 the JPEG grid and BRISQUE/NIQE on native-resolution crops, structure similarity between two images).
 
-The reward bands them (``reward.py``), the perceiver finds defects in them (``photoagent/perceiver.py``), the rule
-brain phrases and checks requests with them (``rule_brain.py``, ``measure.py``).
+The reward bands them (``reward.py``), the perceiver finds defects in them (``defects/``, walked by
+``agents/photoagent/perceiver.py``), the rule brain phrases and checks requests with them (``agents/rule_brain.py``,
+``measure.py``).
 """
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
+from ...tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
                               laplacian, luminance, neutral_evidence, per_plane, resize, resize_longest,
                               sampled_gaussian, sobel, to_rgb)
-from ..tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
+from ...tools.restore import (DARK_PATCH, banding_sigma, fringe_scales, grid_measures, impulse_share, level_step,
                              patch_minimum)
 
 

@@ -32,7 +32,7 @@ from .metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_I
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
-FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
+FITTED = Path(__file__).parent.parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
 # the share of a restoration's change (what its forward model explains) the preservation term charges: see preserved
 RESTORATION_CHARGE = 0.25  # RewardConfig.restoration_charge's default: see preserved
 # Under this mean luminance (where the rule perceiver reads a night scene) most of a photo's local contrasts are a grey
