@@ -249,7 +249,8 @@ def test_softness_credits_a_deconvolution_that_a_fit_made_without_the_blur_gives
     fitted: under the same fit the search deconvolves, nearer the sharp photo."""
     import math
 
-    from edit_agents.agents.quality.metrics import SOFT_FLOOR, SOFT_LIMIT, raw_statistics
+    from edit_agents.agents.quality.defects.blur import SOFT_FLOOR, SOFT_LIMIT
+    from edit_agents.agents.quality.metrics import raw_statistics
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.quality.reward import FittedReward, Reward, RewardConfig, excess
     from skimage.metrics import structural_similarity
@@ -334,7 +335,7 @@ def test_levels_pulls_a_lifted_black_point_back_and_keeps_greys_grey(clean):
 
 
 def test_the_veil_is_low_on_clean_photos_and_reads_a_fade(photos):
-    from edit_agents.agents.quality.metrics import VEIL_LIMIT
+    from edit_agents.agents.quality.defects.veil import VEIL_LIMIT
 
     scenes = [np.ascontiguousarray(resize_longest(photos[n], 256)) for n in ("astronaut", "chelsea", "coffee", "rocket", "camera")]
     scenes += [iqa_photo(n) for n in ("I03", "I04", "I06", "I08", "I19")]
@@ -399,7 +400,7 @@ def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_the_veil_
 def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(photos):
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.quality.reward import Reward
-    from edit_agents.agents.quality.metrics import CHROMA_NOISE_LIMIT
+    from edit_agents.agents.quality.defects.chroma import CHROMA_NOISE_LIMIT
     from edit_agents.tools.imageops import luminance
     from skimage.metrics import structural_similarity
 
@@ -422,7 +423,7 @@ def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(pho
 
 
 def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
-    from edit_agents.agents.photoagent.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL, OVER_GAMUT
+    from edit_agents.agents.quality.defects.saturation import COLOURFUL_TARGETS, OVER_COLOURFUL, OVER_GAMUT
 
     tools = default_registry()
     for name in ("astronaut", "coffee", "chelsea"):  # astronaut is the most colourful of them, 0.23
@@ -443,7 +444,7 @@ def test_vivid_colours_inside_the_files_range_are_the_scenes(photos):
     """A picture made vivid (a rendered or graded one) whose colours stay inside 0..1 is left as it is; the same
     spread reached by raising the saturation past the file's range, clipping channels, is garish and brought back."""
     from edit_agents.agents.quality.metrics import gamut_clipped
-    from edit_agents.agents.photoagent.perceiver import OVER_COLOURFUL, OVER_GAMUT
+    from edit_agents.agents.quality.defects.saturation import OVER_COLOURFUL, OVER_GAMUT
 
     img = np.ascontiguousarray(resize_longest(photos["coffee"], 256)).astype(np.float32)
     grey = img.mean(axis=2, keepdims=True)
@@ -465,7 +466,7 @@ def test_a_pale_picture_in_strong_colours_is_no_fade():
     """A bright rendered landscape: a sky and a meadow in strong colours, no dark thing in it, so its darkest tones sit
     near the middle, as a fade's do. But each colour reaches black in one channel, which a fade, a contrast cut or a
     lift takes away from every colour: no low contrast, and no tone edit offered. The same picture faded is found."""
-    from edit_agents.agents.photoagent.perceiver import FADED_FLOOR, LIFTED_BLACK
+    from edit_agents.agents.quality.defects.tones import FADED_FLOOR, LIFTED_BLACK
 
     yy, xx = np.mgrid[0:256, 0:256] / 255.0
     sky = np.stack([0.012 + 0 * yy, 0.55 + 0.2 * yy, 0.95 + 0 * yy], axis=2)
@@ -488,7 +489,8 @@ def test_a_picture_in_one_strong_colour_is_neither_dark_nor_a_wrong_balance(phot
     photo are still found."""
     from defects import to_linear, to_srgb
 
-    from edit_agents.agents.photoagent.perceiver import SCENE_CAST, UNDER_CHANNEL
+    from edit_agents.agents.quality.defects.cast import SCENE_CAST
+    from edit_agents.agents.quality.defects.exposure import UNDER_CHANNEL
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.quality.reward import Reward
 
@@ -517,7 +519,7 @@ def test_blown_whites_with_a_bright_mean_read_as_over_exposure_even_over_deep_bl
     over-exposure finding used to need lifted blacks. A dark scene with a lamp blown to white is not over-exposed."""
     from defects import to_linear, to_srgb
 
-    from edit_agents.agents.photoagent.perceiver import OVER_MEAN
+    from edit_agents.agents.quality.defects.exposure import OVER_MEAN
 
     astronaut = np.ascontiguousarray(resize_longest(photos["astronaut"], 256))
     assert not next(f for f in perceive(astronaut).findings if f.check == "over-exposure").defect
@@ -539,7 +541,7 @@ def test_coloured_things_on_grey_are_not_a_cast_and_a_cast_moves_the_grey(photos
     ground stays grey: no white balance. The same photo under a coloured light has no grey left: a cast."""
     from photoset import load
 
-    from edit_agents.agents.photoagent.perceiver import CAST_LIMIT, NEUTRAL_AREA
+    from edit_agents.agents.quality.defects.cast import CAST_LIMIT, NEUTRAL_AREA
 
     img = np.ascontiguousarray(load("I03", 256))
     seen = perceive(img)
@@ -578,7 +580,8 @@ def test_noise_smoothed_over_a_pixel_shows_in_its_colour_and_is_removed(photos):
     from scipy.ndimage import gaussian_filter
     from skimage.color import deltaE_ciede2000, rgb2lab
 
-    from edit_agents.agents.quality.metrics import CHROMA_NOISE_LIMIT, texture_crops, _chroma_sigma
+    from edit_agents.agents.quality.defects.chroma import CHROMA_NOISE_LIMIT
+    from edit_agents.agents.quality.metrics import texture_crops, _chroma_sigma
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.quality.reward import Reward
 
@@ -657,7 +660,7 @@ def _blotches(img):
 def test_colour_blotches_are_seen_scored_and_removed_by_the_search(photos, name, smooth):
     """The camera man is black and white: his flat sky has no colour of its own, and the blotches' colour there spreads
     two ways as anywhere else."""
-    from edit_agents.agents.quality.metrics import BLOTCH_LIMIT
+    from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT
 
     img = np.ascontiguousarray(resize_longest(photos[name], 384))
     img = np.repeat(img, 3, axis=2) if img.shape[2] == 1 else img  # as a user's file would be
@@ -676,7 +679,7 @@ def test_a_photos_own_colours_do_not_read_as_blotches(photos):
     stronger, sharpened, or bent by a tone curve) stay under the limit; only colour spread both ways counts. The
     statistic is a spread, so colour made stronger raises it in proportion: the coffee, the most colourful of these,
     reads 0.008 as it is and 0.016 with its saturation doubled (at 512 px, as the benchmark reads it)."""
-    from edit_agents.agents.quality.metrics import BLOTCH_LIMIT
+    from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT
 
     tools = default_registry()
     edits = [("saturation", {"amount": 0.5}), ("sharpen", {"amount": 2.0, "radius": 1.5}),
@@ -701,7 +704,8 @@ def test_a_painted_patterns_colour_corners_are_not_blotches():
     the patches, where colour noise would still show. The same pattern with coarse colour noise is still found."""
     from scipy import ndimage
 
-    from edit_agents.agents.quality.metrics import BLOTCH_LIMIT, _chroma_blotches
+    from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT
+    from edit_agents.agents.quality.metrics import _chroma_blotches
 
     rng = np.random.default_rng(2)
     side, patches = 384, 180  # about 45 patches in each 192 px texture crop
@@ -725,7 +729,7 @@ def test_a_painted_patterns_colour_corners_are_not_blotches():
 def test_posterisation_is_seen_scored_and_smoothed_by_the_search(photos, name, levels):
     """Each channel quantised here to ``levels`` on a curve (a square root: wider steps in the highlights), not by
     bench/defects.py."""
-    from edit_agents.agents.quality.metrics import STEP_LIMIT
+    from edit_agents.agents.quality.defects.posterisation import STEP_LIMIT
 
     img = np.clip(resize_longest(photos[name], 384), 0, 1).astype(np.float32)
     bad = (np.round(np.sqrt(img) * (levels - 1)) / (levels - 1)) ** 2
@@ -788,7 +792,7 @@ def test_a_line_read_on_one_crop_alone_is_no_shake(photos):
     from defects import save_as_jpeg
 
     from edit_agents.agents.quality.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import BLUR_CONFIDENCE, estimate_kernel
+    from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, estimate_kernel
     from edit_agents.tools.imageops import luminance
     from edit_agents.tools.restore import estimate_blur
 

@@ -402,7 +402,7 @@ def salt_and_pepper(img, share, seed=0):
 
 
 def test_specks_are_counted_and_removed_and_nothing_else_is_touched(clean):
-    from edit_agents.agents.quality.metrics import IMPULSE_LIMIT
+    from edit_agents.agents.quality.defects.impulses import IMPULSE_LIMIT
     from edit_agents.tools.restore import impulse_share
 
     for name, img in clean.items():
@@ -470,7 +470,7 @@ def fringed(img, red, blue, centre=None):
                                             ("astronaut", 0.0035, 0.007), ("coffee", 0.006, -0.004),
                                             ("coffee", -0.008, 0.0), ("coffee", 0.0035, 0.007)])
 def test_colour_fringes_are_measured_and_scaled_back(name, red, blue, clean):
-    from edit_agents.agents.quality.metrics import FRINGE_LIMIT
+    from edit_agents.agents.quality.defects.fringes import FRINGE_LIMIT
     from edit_agents.tools.restore import fringe_scales
 
     img = clean[name]
@@ -572,7 +572,8 @@ def banded(img, sigma, seed=0):
 
 @pytest.mark.parametrize("sigma", [0.012, 0.025])
 def test_banding_is_measured_and_taken_out(sigma, clean):
-    from edit_agents.agents.quality.metrics import BANDING_LIMIT, texture_crops
+    from edit_agents.agents.quality.defects.banding import BANDING_LIMIT
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.tools.restore import banding_sigma
 
     def measured(x):
@@ -592,7 +593,8 @@ def test_lines_of_the_photo_itself_are_not_banding():
     row or alike in a run of rows; only offsets each row has on its own count. Nor do offsets in one place only."""
     from skimage import data
 
-    from edit_agents.agents.quality.metrics import BANDING_LIMIT, texture_crops
+    from edit_agents.agents.quality.defects.banding import BANDING_LIMIT
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.tools.restore import banding_sigma
 
     def measured(x):
@@ -844,7 +846,7 @@ def test_a_shake_saved_in_a_jpeg_is_read_on_the_crops_pooled(name, length, angle
     """The codec's rounding fills a shake's zeros, and one crop's four tiles leave them under the fluctuation of its
     noise floor: no crop reads the line surely. The four crops' spectra averaged do, at its length and angle."""
     from edit_agents.agents.quality.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import BLUR_CONFIDENCE, estimate_kernel
+    from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, estimate_kernel
 
     crops = texture_crops(jpeg(blurred(resize_longest(photos[name], 512), line(length, angle)), quality))
     alone = max((estimate_blur(luminance(c)) for c in crops), key=lambda k: k["confidence"])
@@ -877,8 +879,8 @@ def test_a_shake_most_crops_agree_on_is_undone_though_the_pool_reads_it_faintly(
     not from BLUR_CONFIDENCE: these two shakes pool at 0.28-0.35, at their length and angle, and were sharpened
     before. The deconvolution proposed takes each photo closer to its sharp original."""
     from edit_agents.agents.quality.metrics import image_statistics, texture_crops
-    from edit_agents.agents.photoagent.perceiver import (BLUR_CONFIDENCE, POOLED_CONFIDENCE, RulePerceiver,
-                                                         estimate_kernel)
+    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+    from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, POOLED_CONFIDENCE, estimate_kernel
 
     img = resize_longest(photos[name], 512)
     saved = jpeg(blurred(img, line(length, angle)), quality)

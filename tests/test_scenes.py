@@ -141,7 +141,7 @@ def test_an_under_exposed_photo_is_brightened_to_where_clean_whites_sit_not_to_t
     brightening back: a tone curve earns nothing from them since 2026-12-01)."""
     from skimage.color import deltaE_ciede2000, rgb2lab
 
-    from edit_agents.agents.photoagent.perceiver import EXPOSED_WHITE
+    from edit_agents.agents.quality.defects.exposure import EXPOSED_WHITE
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.quality.reward import Reward
 
