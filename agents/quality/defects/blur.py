@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from ...records import ToolCall
 from ..kernel import needed_confidence
-from .base import Defect, Finding, Penalty, Seen, at
+from .base import Defect, Finding, Penalty, Seen, _at
 from .jpeg import CLEAN_GRID_STEP
 
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
@@ -46,7 +46,7 @@ def blur(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     elif blurred:
         if seen.kernel is not None:  # why no deconvolution: the kernel read, and how surely (its shape counts too)
             why += _untrusted(kernel)
-        calls = at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5)
+        calls = _at("sharpen", "amount", (0.6, 1.2, 2.0), why, radius=1.5)
     return Finding("blur", sharp, BLUR_SHARPNESS, blurred, why), calls
 
 
@@ -65,7 +65,7 @@ def _deconvolve(kernel: Mapping[str, Any], why: str) -> tuple[str, list[ToolCall
     # a kernel read only on the crops pooled stands near the file's rounding, which a full inverse raises with
     # the detail (the moon's shakes saved at 95: SSIM 0.93 -> 0.89 at full strength, 0.95 at 0.6)
     strengths = (0.6,) if kernel.get("pooled") else (0.6, 1.0)
-    return why, at("deconvolve", "strength", strengths, why, kind=kernel["kind"], **size)
+    return why, _at("deconvolve", "strength", strengths, why, kind=kernel["kind"], **size)
 
 
 def _untrusted(kernel: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ import math
 from typing import Mapping
 
 from ...records import ToolCall
-from .base import Defect, Finding, Seen, at
+from .base import Defect, Finding, Seen, _at
 
 CAST_LIMIT = {"cool": 0.06, "warm": 0.2, "tint": 0.12}  # confident cast beyond which grays are not gray
 # ... and up to which it can be the camera's: a tungsten lamp photographed under a daylight balance, about the largest
@@ -72,7 +72,7 @@ def colour_cast(seen: Seen) -> tuple[Finding, list[ToolCall]]:
             strengths = (0.6, 0.85)
             why += (f"; not all the way to neutral: only {at_cast:.0%} of the midtones sit at the cast (under "
                     f"{FULL_CAST_SHARE:.0%}: a colourful scene, which may lean {direction} by nature)")
-        calls = at("white_balance", "strength", strengths, why)
+        calls = _at("white_balance", "strength", strengths, why)
     return Finding("colour cast", cast, limit, found, why), calls
 
 

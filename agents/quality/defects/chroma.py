@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...records import ToolCall
-from .base import Defect, Finding, Penalty, Seen, at
+from .base import Defect, Finding, Penalty, Seen, _at
 
 # Colour noise (texture_statistics' chroma_noise, red minus blue, the larger of two scales: metrics._chroma_noise): at
 # most 0.0078 on the project's clean photos, 0.024 on over-processed ones, 0.03-0.11 under the defect space's noise.
@@ -17,7 +17,7 @@ def colour_noise(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     speckled = chroma > CHROMA_NOISE_LIMIT
     why = f"colour noise sigma {chroma:.4f} (red minus blue, at native resolution; limit {CHROMA_NOISE_LIMIT})"
     return (Finding("colour noise", chroma, CHROMA_NOISE_LIMIT, speckled, why),
-            at("chroma_denoise", "strength", (0.6, 1.0), why, radius=3.0) if speckled else [])
+            _at("chroma_denoise", "strength", (0.6, 1.0), why, radius=3.0) if speckled else [])
 
 
 # NOTE (issue 68): sets "speckled" instead of adding to it, dropping impulse noise's flag (a known bug, kept as it was)

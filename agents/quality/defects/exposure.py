@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...records import ToolCall
-from .base import Defect, Finding, Seen, at
+from .base import Defect, Finding, Seen, _at
 from .tones import full_range
 
 UNDER_WHITE = 0.5  # the brightest 0.5% of pixels stay below this: nothing in the photo is bright
@@ -46,8 +46,8 @@ def under_exposure(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     span = white - black
     if under:
         stops = math.log2(EXPOSED_WHITE / max(white, 0.05))
-        calls = (at("exposure", "stops", (stops * 0.6, stops), why) + full_range(span, (0.3,), why)
-                 + at("gamma", "gamma", (1 + 0.5 * stops,), why))
+        calls = (_at("exposure", "stops", (stops * 0.6, stops), why) + full_range(span, (0.3,), why)
+                 + _at("gamma", "gamma", (1 + 0.5 * stops,), why))
     return Finding("under-exposure", white, limit, under, why), calls
 
 
@@ -62,9 +62,9 @@ def over_exposure(seen: Seen) -> tuple[Finding, list[ToolCall]]:
            f"{OVER_BLACK}), mean {stats['mean_luma']:.2f} (limit {OVER_MEAN})")
     calls = []
     if over:
-        calls = (at("gamma", "gamma", (0.8, 0.65), why) + full_range(span, (0.3,), why)
-                 + at("highlights_shadows", "highlights", (0.5,), why, shadows=0.0)
-                 + at("exposure", "stops", (-0.4,), why))
+        calls = (_at("gamma", "gamma", (0.8, 0.65), why) + full_range(span, (0.3,), why)
+                 + _at("highlights_shadows", "highlights", (0.5,), why, shadows=0.0)
+                 + _at("exposure", "stops", (-0.4,), why))
     return Finding("over-exposure", stats["clip_bright"], OVER_CLIPPED, over, why), calls
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...records import ToolCall
-from .base import Defect, Finding, Penalty, Seen, at
+from .base import Defect, Finding, Penalty, Seen, _at
 
 BLOCKY = 1.3  # typical step across the JPEG 8x8 grid over those inside it: 1.04-1.16 on clean photos, 1.8-3.5 at quality 6-25
 GRID_STEP = 1.8  # ... and the grid steps this many levels of 255 more than inside the blocks: 0.2-0.8 on clean
@@ -19,7 +19,7 @@ def jpeg_blocks(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     why = (f"JPEG grid {blocks:.2f} (steps across 8x8 block edges over steps inside; limit {BLOCKY}), "
            f"{step:.1f} levels of 255 beyond them (limit {GRID_STEP})")
     return (Finding("JPEG blocks", blocks, BLOCKY, blocky, why),
-            at("deblock", "strength", (0.5, 0.8, 1.0), why) if blocky else [])
+            _at("deblock", "strength", (0.5, 0.8, 1.0), why) if blocky else [])
 
 
 # sharpening compression blocks makes them worse (blur.py)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...records import ToolCall
-from .base import Defect, Finding, Seen, at
+from .base import Defect, Finding, Seen, _at
 
 NOISE_SIGMA = 0.012  # noise standard deviation at native resolution
 
@@ -17,7 +17,7 @@ def noise(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     why = (f"noise sigma {sigma:.4f} at native resolution (limit {NOISE_SIGMA})"
            + ("; not counted while the rows are banded, which it includes" if banded and sigma > NOISE_SIGMA else ""))
     strength = min(1.0, sigma / 0.04)
-    calls = at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
+    calls = _at("denoise", "strength", sorted({round(max(0.2, strength * 0.6), 2), round(strength, 2), 1.0}), why) if noisy else []
     return Finding("noise", sigma, NOISE_SIGMA, noisy, why), calls
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...records import ToolCall
-from .base import Defect, Finding, Seen, at
+from .base import Defect, Finding, Seen, _at
 
 # Colour spread (Hasler and Suesstrunk's, without the mean term) above which colours are garish: the most colourful
 # clean photos here reach 0.25 (scikit-image's retina, I03), and their scale calls 0.23-0.32 "quite" to "highly"
@@ -27,7 +27,7 @@ def over_saturation(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     # saturation scales the colour differences, so the spread, by 1 + amount
     amounts = [round(target / max(spread, 1e-6) - 1.0, 2) for target in COLOURFUL_TARGETS]
     return (Finding("over-saturation", spread, OVER_COLOURFUL, garish, why),
-            at("saturation", "amount", amounts, why) if garish else [])
+            _at("saturation", "amount", amounts, why) if garish else [])
 
 
 OVER_SATURATION = Defect("over-saturation", ("colourfulness", "gamut_clip"), over_saturation, colour_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ...records import ToolCall
-from .base import Defect, Finding, Seen, at
+from .base import Defect, Finding, Seen, _at
 
 LIFTED_BLACK = 0.15  # the darkest 0.5% are at least this bright ...
 COMPRESSED_RANGE = 0.7  # ... and the tones span less than this: a washed-out, low-contrast photo
@@ -21,7 +21,7 @@ MAX_STRETCH = 2.0
 
 def full_range(span: float, clips: Iterable[float], why: str) -> list[ToolCall]:
     """Auto levels (the tonal span mapped to 0..1), only where that is at most MAX_STRETCH times the span."""
-    return at("auto_levels", "clip_percent", clips, why) if stretchable(span) else []
+    return _at("auto_levels", "clip_percent", clips, why) if stretchable(span) else []
 
 
 def stretchable(span: float) -> bool:
@@ -37,7 +37,7 @@ def black_levels(level: float) -> list[float]:
 def black_point(span: float, black: float, why: str) -> list[ToolCall]:
     """The blacks taken down to black (levels), the whites left where they are: only where the tonal span is
     stretchable, as for auto levels (a span narrower than that is a scene's own: a clock face, a brick wall)."""
-    return at("levels", "black", black_levels(black), why) if stretchable(span) else []
+    return _at("levels", "black", black_levels(black), why) if stretchable(span) else []
 
 
 def low_contrast(seen: Seen) -> tuple[Finding, list[ToolCall]]:
@@ -59,8 +59,8 @@ def low_contrast(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     if flat:
         gain = min(MAX_STRETCH, 0.9 / max(span, 0.1)) - 1
         came = min(span, stats.get("photo_span", span))  # the photo as it came decides, not an edit the search tried
-        calls = (black_point(came, black, why) + at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
-                 + (at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
+        calls = (black_point(came, black, why) + _at("contrast", "amount", sorted({round(gain * 0.5, 3), round(gain, 3)}), why)
+                 + (_at("gamma", "gamma", (0.8,), why) if stats["mean_luma"] > 0.45 else []))
         if not stretchable(came):
             why += f"; no black point: the photo came with a span of {came:.2f}, under half the range (the scene's own)"
     return Finding("low contrast", black, LIFTED_BLACK, flat, why), calls

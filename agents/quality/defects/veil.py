@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...records import ToolCall
-from .base import Defect, Finding, Penalty, Seen, at
+from .base import Defect, Finding, Penalty, Seen, _at
 from .tones import black_levels
 
 # The dark channel prior (He, Sun and Tang, 2009): in a photo of a scene, almost every patch (15 px in their paper,
@@ -37,10 +37,10 @@ def veil(seen: Seen) -> tuple[Finding, list[ToolCall]]:
         # (tools/restore.dehaze: it keeps the midtones in their place); then a black point in display values, where a
         # print's or an edit's fade lays it.
         points = black_levels(floor)
-        calls = at("dehaze", "strength", (1.0,), why) + at("levels", "black", points, why)
+        calls = _at("dehaze", "strength", (1.0,), why) + _at("levels", "black", points, why)
         if stats["mean_luma"] > 0.5:  # midtones lifted with the blacks: darken them as well
-            calls += at("levels", "black", points[-1:], why, gamma=0.8)
-        calls += at("dehaze", "strength", (0.6,), why)
+            calls += _at("levels", "black", points[-1:], why, gamma=0.8)
+        calls += _at("dehaze", "strength", (0.6,), why)
     return Finding("veil", veil, VEIL_LIMIT, veiled, why), calls
 
 
