@@ -22,7 +22,7 @@ from . import schemas
 from .brain import Brain, BrainAnswer, BrainRequest
 from .records import (Candidate, Critique, Direction, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan,
                       Question, Subtask, Suggestion, ToolCall, check_chain)
-from .metrics import image_statistics
+from .quality.metrics import image_statistics
 from .trace import Trace
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"

@@ -18,12 +18,12 @@ from typing import Any
 
 from ..tools.spec import Moves, ToolSpec
 from .brain import BrainAnswer, BrainError, BrainRequest
-from .measure import check as run_check
-from .measure import measure
+from .quality.measure import check as run_check
+from .quality.measure import measure
 from .photoagent.perceiver import RulePerceiver, guess_scene
 from .records import EditRequest, Plan
-from .reward import ClassicReward
-from .metrics import METRICS, structure_similarity
+from .quality.reward import ClassicReward
+from .quality.metrics import METRICS, structure_similarity
 
 STEP = math.sqrt(2.0)  # feedback moves a strength by this factor: two "too weak" rounds double it (CFG 4 -> 8)
 LESS_WORDS = ("darker", "darken", "less", "reduce", "decrease", "lower", "cooler", "colder", "cool down", "desaturate",

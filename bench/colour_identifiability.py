@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 from tone_identifiability import bound_table, command_line, other_pictures  # noqa: E402
 
-from edit_agents.agents.metrics import global_statistics  # noqa: E402
+from edit_agents.agents.quality.metrics import global_statistics  # noqa: E402
 
 CLEAN = EVALUATION + CALIBRATION + ("retina",)
 CASTS = ("temperature", "tint", "channel-gains")

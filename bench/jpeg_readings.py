@@ -27,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 import defects  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, load  # noqa: E402
 
-from edit_agents.agents.metrics import (BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, _chroma_blotches,  # noqa: E402
-                                        raw_statistics, texture_crops)
+from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT  # noqa: E402
+from edit_agents.agents.quality.defects.chroma import CHROMA_NOISE_LIMIT  # noqa: E402
+from edit_agents.agents.quality.metrics import _chroma_blotches, raw_statistics, texture_crops  # noqa: E402
 
 CLEAN = CALIBRATION + EVALUATION + ("retina",)
 NOISE = ("gaussian-noise", "poisson-gaussian", "chroma-noise", "correlated-noise", "coarse-chroma")
-# families whose colour or contrast the blotch limit was set above (metrics.BLOTCH_LIMIT's comment)
+# families whose colour or contrast the blotch limit was set above (defects/blotches.BLOTCH_LIMIT's comment)
 CONTENT = ("over-saturated", "s-curve", "clipped-highlights", "chromatic-aberration", "temperature")
 QUALITIES = (0, 95, 85)
 READINGS = ("noise_sigma", "chroma_noise", "chroma_blotches", "every_window_blotches")

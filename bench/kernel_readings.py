@@ -22,8 +22,8 @@ import defects  # noqa: E402
 from photoagent_generalise import OTHER_CLEAN, _photo  # noqa: E402
 from photoset import EVALUATION  # noqa: E402
 
-from edit_agents.agents.metrics import texture_crops  # noqa: E402
-from edit_agents.agents.photoagent.perceiver import BLUR_CONFIDENCE, POOLED_CONFIDENCE, estimate_kernel  # noqa: E402
+from edit_agents.agents.quality.metrics import texture_crops  # noqa: E402
+from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, POOLED_CONFIDENCE, estimate_kernel  # noqa: E402
 
 BLUR = {name for name, f in {**defects.FAMILIES, **defects.HELD_OUT}.items() if f.group == "blur"}
 

@@ -30,8 +30,8 @@ from photoset import DEFECTS, degrade, load  # noqa: E402
 
 from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_enhance, root_state  # noqa: E402
 from edit_agents.agents.photoagent.perceiver import RulePerceiver
-from edit_agents.agents.reward import ClassicReward
-from edit_agents.agents.metrics import image_statistics
+from edit_agents.agents.quality.reward import ClassicReward
+from edit_agents.agents.quality.metrics import image_statistics
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import resize
 

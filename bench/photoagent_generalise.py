@@ -62,7 +62,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 import defects
 from edit_agents.agents.photoagent.search import mcts_enhance
-from edit_agents.agents.reward import FittedReward, Reward
+from edit_agents.agents.quality.reward import FittedReward, Reward
 from edit_agents.tools import default_registry
 from photoagent_fidelity import (
     SETTINGS,
@@ -216,7 +216,7 @@ def run_case(photo: str, family: str, index: int = 0, side: int = 512, methods: 
 def no_reference_scores(img: np.ndarray) -> tuple[float, float]:
     """BRISQUE and NIQE of an image (lower is better), as the reward reads them: on its four native-resolution
     texture crops side by side."""
-    from edit_agents.agents.metrics import raw_statistics
+    from edit_agents.agents.quality.metrics import raw_statistics
 
     raw = raw_statistics(img, texture=False, iqa=("brisque", "niqe"))
     return float(raw["brisque"]), float(raw["niqe"])

@@ -131,7 +131,7 @@ def reward_job(args: tuple[str, str, int]) -> dict:
     photo as it came), and how far each moved the photo from its clean original (mean CIEDE2000)."""
     from photoagent_fidelity import delta_e
 
-    from edit_agents.agents.reward import ClassicReward
+    from edit_agents.agents.quality.reward import ClassicReward
     from edit_agents.tools import default_registry
 
     photo, family, index = args

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 import defects  # noqa: E402
 from photoset import CALIBRATION, EVALUATION, comfy_pictures, load  # noqa: E402
 
-from edit_agents.agents.metrics import global_statistics  # noqa: E402
+from edit_agents.agents.quality.metrics import global_statistics  # noqa: E402
 
 # I03 and I19 are distorted images (a heavy blur, a heavy JPEG: photoagent_generalise.NO_REFERENCE), not clean photos
 CLEAN = EVALUATION + CALIBRATION + ("retina",)

@@ -9,7 +9,7 @@ from ..agents.photoagent.enhance import EnhanceSettings, enhance
 from ..agents.photoagent.perceiver import BrainPerceiver, RulePerceiver, brain_perceive
 from ..agents.photoagent.search import MCTSSettings, mcts_enhance
 from ..agents.records import EditRequest, Handoff, Plan, Subtask, ToolCall
-from ..agents.reward import ClassicReward
+from ..agents.quality.reward import ClassicReward
 from ..agents.rule_brain import RuleBrain
 from .common import (Rerunnable, brain_or_rule, continue_trace, one_image, rerun_input, run_per_image, tools_or_classic,
                      where)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..agents.reward import PRESETS, Reward as RewardEnsemble, RewardConfig, preset_weights
+from ..agents.quality.reward import PRESETS, Reward as RewardEnsemble, RewardConfig, preset_weights
 from ..agents.brain import vision_of
 from ..tools.scorers import learned_scorers
 from .runtime import FIRST_AVAILABLE, comfy_runtime, model_choices

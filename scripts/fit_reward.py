@@ -35,9 +35,9 @@ from defects import families as defect_families  # noqa: E402
 from defects import make as make_defect  # noqa: E402
 from photoset import CALIBRATION, DEFECTS, EVALUATION, OVERDONE, degrade, load  # noqa: E402
 
-from edit_agents.agents.reward import COLOUR_ONLY, COMPONENT_STATS, FITTED, STAT_SIDE  # noqa: E402
+from edit_agents.agents.quality.reward import COLOUR_ONLY, COMPONENT_STATS, FITTED, STAT_SIDE  # noqa: E402
 
-from edit_agents.agents.metrics import raw_statistics  # noqa: E402
+from edit_agents.agents.quality.metrics import raw_statistics  # noqa: E402
 
 STATS = tuple(STAT_SIDE)
 COMPS = tuple(COMPONENT_STATS)

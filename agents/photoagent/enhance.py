@@ -20,8 +20,8 @@ from ...tools.spec import ToolRegistry
 from .perceiver import RulePerceiver
 from ..loop import attempt_error
 from ..records import ToolCall
-from ..reward import ClassicReward, holds_curves
-from ..metrics import HELD_READINGS, image_statistics, quality_readings, texture_crops
+from ..quality.reward import ClassicReward, holds_curves
+from ..quality.metrics import HELD_READINGS, image_statistics, quality_readings, texture_crops
 from ..trace import Trace
 
 

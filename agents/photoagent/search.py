@@ -32,8 +32,8 @@ from .enhance import (as_it_is, failed_call, kept_nothing, model_reading, not_ju
                       photo_levels, photo_tones, put_back, rescore_best, without_curves)
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from ..records import ToolCall
-from ..reward import ClassicReward, holds_curves, spare_thread, torch_threads
-from ..metrics import HELD_READINGS, image_statistics, quality_readings, texture_boxes, texture_crops
+from ..quality.reward import ClassicReward, holds_curves, spare_thread, torch_threads
+from ..quality.metrics import HELD_READINGS, image_statistics, quality_readings, texture_boxes, texture_crops
 from ..trace import Trace
 
 STOP = ToolCall("stop", {}, "keep the photo as it is")

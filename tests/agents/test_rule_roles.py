@@ -12,7 +12,7 @@ from edit_agents.agents.brain import BrainError, BrainRequest
 from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca
 from edit_agents.agents.photoagent.perceiver import brain_perceive
 from edit_agents.agents.imagagent import ClosedLoopSettings, IMAGAgentCast, run_closed_loop
-from edit_agents.agents.measure import measure
+from edit_agents.agents.quality.measure import measure
 from edit_agents.agents.records import (Candidate, Critique, EditRequest, Feedback, Plan, Question, Subtask, ToolCall,
                                        check_chain)
 from edit_agents.agents.roles import Where
@@ -208,7 +208,7 @@ def test_alike_results_that_fail_get_another_tool_and_the_rule_planner_takes_it(
 
 
 def test_rule_critic_says_unknown_for_what_it_cannot_measure(photos):
-    from edit_agents.agents.measure import check
+    from edit_agents.agents.quality.measure import check
     m = measure(photos["coffee"])
     assert check({"metric": "has_hat"}, m, m)[0] == "unknown"
 

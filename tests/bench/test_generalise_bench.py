@@ -5,7 +5,7 @@ import pytest
 
 import photoagent_generalise as bench
 from edit_agents.agents.photoagent.perceiver import RulePerceiver
-from edit_agents.agents.reward import Reward
+from edit_agents.agents.quality.reward import Reward
 from edit_agents.tools import default_registry
 
 FAMILIES = ("gamma-bright", "jpeg", "clean")
@@ -121,7 +121,7 @@ def test_the_search_takes_its_components_from_the_leave_one_out_hook(monkeypatch
 def test_leave_one_family_out_hands_each_family_the_reward_fitted_without_it(tmp_path, monkeypatch):
     import json
 
-    from edit_agents.agents.reward import FITTED
+    from edit_agents.agents.quality.reward import FITTED
 
     data = json.loads(FITTED.read_text())
     data["weights"] = {k: (1.0 if k == "noise" else 0.0) for k in data["weights"]}

@@ -7,7 +7,7 @@ import pytest
 import jpeg_readings as readings
 from photoset import load
 
-from edit_agents.agents.metrics import _chroma_blotches, texture_crops
+from edit_agents.agents.quality.metrics import _chroma_blotches, texture_crops
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from edit_agents.agents.metrics import structure_similarity
+from edit_agents.agents.quality.metrics import structure_similarity
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import luminance
 

@@ -29,7 +29,7 @@ def test_require_names_the_package_to_install():
 
 def test_every_image_tool_and_the_reward_run_without_opencv():
     code = (BLOCKER + "import numpy as np\n"
-            "from edit_agents.agents.reward import Reward\n"
+            "from edit_agents.agents.quality.reward import Reward\n"
             "from edit_agents.tools import default_registry\n"
             "tools = default_registry()\n"
             "img = np.random.default_rng(0).random((96, 128, 3), dtype=np.float32)\n"

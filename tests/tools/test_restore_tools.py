@@ -402,7 +402,7 @@ def salt_and_pepper(img, share, seed=0):
 
 
 def test_specks_are_counted_and_removed_and_nothing_else_is_touched(clean):
-    from edit_agents.agents.metrics import IMPULSE_LIMIT
+    from edit_agents.agents.quality.defects.impulses import IMPULSE_LIMIT
     from edit_agents.tools.restore import impulse_share
 
     for name, img in clean.items():
@@ -470,7 +470,7 @@ def fringed(img, red, blue, centre=None):
                                             ("astronaut", 0.0035, 0.007), ("coffee", 0.006, -0.004),
                                             ("coffee", -0.008, 0.0), ("coffee", 0.0035, 0.007)])
 def test_colour_fringes_are_measured_and_scaled_back(name, red, blue, clean):
-    from edit_agents.agents.metrics import FRINGE_LIMIT
+    from edit_agents.agents.quality.defects.fringes import FRINGE_LIMIT
     from edit_agents.tools.restore import fringe_scales
 
     img = clean[name]
@@ -572,7 +572,8 @@ def banded(img, sigma, seed=0):
 
 @pytest.mark.parametrize("sigma", [0.012, 0.025])
 def test_banding_is_measured_and_taken_out(sigma, clean):
-    from edit_agents.agents.metrics import BANDING_LIMIT, texture_crops
+    from edit_agents.agents.quality.defects.banding import BANDING_LIMIT
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.tools.restore import banding_sigma
 
     def measured(x):
@@ -592,7 +593,8 @@ def test_lines_of_the_photo_itself_are_not_banding():
     row or alike in a run of rows; only offsets each row has on its own count. Nor do offsets in one place only."""
     from skimage import data
 
-    from edit_agents.agents.metrics import BANDING_LIMIT, texture_crops
+    from edit_agents.agents.quality.defects.banding import BANDING_LIMIT
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.tools.restore import banding_sigma
 
     def measured(x):
@@ -780,7 +782,7 @@ def test_a_square_blur_read_on_the_search_s_crops_is_no_shake(photos):
     """The moon's crops under a 7 px square: two crops read a 7 px vertical line, each seconding the other, and the
     shake was taken when the disc was ruled out. A line's cepstrum is deep at its two ends only; a square's is as deep
     a quarter turn away."""
-    from edit_agents.agents.metrics import texture_crops
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.agents.photoagent.perceiver import estimate_kernel
 
     square = ndimage.uniform_filter(_moon(), size=(7, 7, 1), mode="reflect")
@@ -795,7 +797,7 @@ def test_a_square_blur_read_on_the_search_s_crops_is_no_shake(photos):
 def test_the_trace_says_why_a_blur_is_sharpened_and_not_deconvolved(photos):
     """A square's blur (no kernel trusted) is sharpened, and the blur finding says what kernel was read and how surely;
     a disc's is deconvolved with its kernel named."""
-    from edit_agents.agents.metrics import image_statistics, texture_crops
+    from edit_agents.agents.quality.metrics import image_statistics, texture_crops
     from edit_agents.agents.photoagent.perceiver import RulePerceiver
 
     img = resize_longest(photos["astronaut"], 512)
@@ -843,8 +845,8 @@ def test_a_blur_saved_at_quality_95_is_deconvolved_with_the_codec_s_rounding_as_
 def test_a_shake_saved_in_a_jpeg_is_read_on_the_crops_pooled(name, length, angle, quality, photos):
     """The codec's rounding fills a shake's zeros, and one crop's four tiles leave them under the fluctuation of its
     noise floor: no crop reads the line surely. The four crops' spectra averaged do, at its length and angle."""
-    from edit_agents.agents.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import BLUR_CONFIDENCE, estimate_kernel
+    from edit_agents.agents.quality.metrics import texture_crops
+    from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, estimate_kernel
 
     crops = texture_crops(jpeg(blurred(resize_longest(photos[name], 512), line(length, angle)), quality))
     alone = max((estimate_blur(luminance(c)) for c in crops), key=lambda k: k["confidence"])
@@ -860,7 +862,7 @@ def test_a_shake_saved_in_a_jpeg_is_read_on_the_crops_pooled(name, length, angle
 def test_a_kernel_read_only_on_the_pooled_crops_is_undone_gently(photos):
     """Such a kernel's zeros lie at the file's rounding, which a full inverse raises with the detail: the perceiver
     proposes the deconvolution at 0.6 only, and says the crops were read as one."""
-    from edit_agents.agents.metrics import image_statistics, texture_crops
+    from edit_agents.agents.quality.metrics import image_statistics, texture_crops
     from edit_agents.agents.photoagent.perceiver import RulePerceiver
 
     saved = jpeg(blurred(resize_longest(photos["chelsea"], 512), line(9.0, 30.0)), 95)
@@ -876,9 +878,9 @@ def test_a_shake_most_crops_agree_on_is_undone_though_the_pool_reads_it_faintly(
     """A pooled reading that most crops read alone as well is trusted from the pool's own floor (POOLED_CONFIDENCE),
     not from BLUR_CONFIDENCE: these two shakes pool at 0.28-0.35, at their length and angle, and were sharpened
     before. The deconvolution proposed takes each photo closer to its sharp original."""
-    from edit_agents.agents.metrics import image_statistics, texture_crops
-    from edit_agents.agents.photoagent.perceiver import (BLUR_CONFIDENCE, POOLED_CONFIDENCE, RulePerceiver,
-                                                         estimate_kernel)
+    from edit_agents.agents.quality.metrics import image_statistics, texture_crops
+    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+    from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, POOLED_CONFIDENCE, estimate_kernel
 
     img = resize_longest(photos[name], 512)
     saved = jpeg(blurred(img, line(length, angle)), quality)
@@ -902,7 +904,7 @@ def test_a_line_the_pooled_crops_read_that_most_crops_do_not_read_alone_is_no_sh
     """The pool reads the photo's content as well: the dusk rocket's gantry puts a vertical 17 px line in it, read
     as a shake with confidence near 0.9; but most crops do not read that line on their own, so no kernel is
     returned, and none on any of the sharp photos."""
-    from edit_agents.agents.metrics import texture_crops
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.agents.photoagent.perceiver import estimate_kernel
     from edit_agents.tools.restore import estimate_blur_pooled
 

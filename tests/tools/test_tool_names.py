@@ -9,8 +9,8 @@ import re
 import pytest
 
 from edit_agents.agents import rule_brain
-from edit_agents.agents.measure import CHECKED
-from edit_agents.agents.metrics import METRICS
+from edit_agents.agents.quality.measure import CHECKED
+from edit_agents.agents.quality.metrics import METRICS
 from edit_agents.tools import default_registry
 from helpers import PACK_ROOT
 

@@ -6,7 +6,7 @@ from defects import FAMILIES, GROUPS, families, family_of_parts, make
 from helpers import PACK_ROOT, TEST_DATA
 
 from edit_agents.agents.photoagent.perceiver import RulePerceiver  # noqa: E402
-from edit_agents.agents.metrics import image_statistics, texture_crops  # noqa: E402
+from edit_agents.agents.quality.metrics import image_statistics, texture_crops  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402
 from edit_agents.tools.imageops import resize_longest  # noqa: E402
 
@@ -66,7 +66,7 @@ def found_scored_and_removed(img, bad, check, tool, margin=0.0):
     from skimage.metrics import structural_similarity
 
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     seen = perceive(bad)
     finding = next(f for f in seen.findings if f.check == check)
@@ -169,7 +169,7 @@ def test_a_right_deconvolution_is_charged_a_quarter_and_the_search_keeps_it(phot
     from edit_agents.agents.photoagent.enhance import through_forward_models
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.records import ToolCall
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
     from skimage.metrics import structural_similarity
 
     img = np.ascontiguousarray(resize_longest(photos["camera"], 512))
@@ -198,9 +198,9 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
     """The astronaut shaken by 15 px: its deconvolution (SSIM 0.70 -> 0.82) was turned down while a restoration was
     charged half (reward.RESTORATION_CHARGE). The rocket shaken by 14 px: at strength 1.0 its deconvolution rings
     (SSIM 0.815 -> 0.74), which the reading through the kernel cannot see; the quarter still charged keeps 0.6."""
-    from edit_agents.agents import reward as reward_module
+    from edit_agents.agents.quality import reward as reward_module
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
     from skimage.metrics import structural_similarity
 
     img = np.ascontiguousarray(resize_longest(photos[photo], 512))
@@ -219,8 +219,8 @@ def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that
 def test_the_restoration_charge_is_a_setting_of_the_reward(photos):
     """RewardConfig.restoration_charge: charged in full, a deconvolution is read as its change; charged nothing, as
     the photo its kernel says it was given; a share outside 0..1 is refused."""
-    from edit_agents.agents.metrics import structure_similarity
-    from edit_agents.agents.reward import Reward, RewardConfig, preserved
+    from edit_agents.agents.quality.metrics import structure_similarity
+    from edit_agents.agents.quality.reward import Reward, RewardConfig, preserved
 
     img = np.ascontiguousarray(resize_longest(photos["camera"], 256))
     bad, _ = make(img, "camera", "motion", 0)
@@ -245,9 +245,10 @@ def test_softness_credits_a_deconvolution_that_a_fit_made_without_the_blur_gives
     fitted: under the same fit the search deconvolves, nearer the sharp photo."""
     import math
 
-    from edit_agents.agents.metrics import SOFT_FLOOR, SOFT_LIMIT, raw_statistics
+    from edit_agents.agents.quality.defects.blur import SOFT_FLOOR, SOFT_LIMIT
+    from edit_agents.agents.quality.metrics import raw_statistics
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import FittedReward, Reward, RewardConfig, excess
+    from edit_agents.agents.quality.reward import FittedReward, Reward, RewardConfig, excess
     from skimage.metrics import structural_similarity
 
     for name, photo in photos.items():  # clean photos are not soft
@@ -273,7 +274,7 @@ def test_softness_credits_a_deconvolution_that_a_fit_made_without_the_blur_gives
 
 def test_the_reward_sees_a_jpeg_grid_and_the_search_removes_it_without_sharpening_it_back(photos):
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward, RewardConfig
+    from edit_agents.agents.quality.reward import Reward, RewardConfig
 
     img = np.ascontiguousarray(resize_longest(photos["chelsea"], 384))
     bad, case = make(img, "chelsea", "jpeg", 0)
@@ -295,7 +296,7 @@ def test_the_reward_sees_a_jpeg_grid_and_the_search_removes_it_without_sharpenin
 def test_a_reward_can_be_handed_another_fit(tmp_path):
     import json
 
-    from edit_agents.agents.reward import FITTED, FittedReward, Reward
+    from edit_agents.agents.quality.reward import FITTED, FittedReward, Reward
 
     data = json.loads(FITTED.read_text())
     data["weights"] = {k: (1.0 if k == "noise" else 0.0) for k in data["weights"]}
@@ -330,7 +331,7 @@ def test_levels_pulls_a_lifted_black_point_back_and_keeps_greys_grey(clean):
 
 
 def test_the_veil_is_low_on_clean_photos_and_reads_a_fade(photos):
-    from edit_agents.agents.metrics import VEIL_LIMIT
+    from edit_agents.agents.quality.defects.veil import VEIL_LIMIT
 
     scenes = [np.ascontiguousarray(resize_longest(photos[n], 256)) for n in ("astronaut", "chelsea", "coffee", "rocket", "camera")]
     scenes += [iqa_photo(n) for n in ("I03", "I04", "I06", "I08", "I19")]
@@ -349,7 +350,7 @@ def test_the_veil_is_low_on_clean_photos_and_reads_a_fade(photos):
 def test_a_veiled_photo_scores_below_its_original(photos, family):
     """The fitted bands alone rate most fades as well as the original (their calibration photos include
     flat textures with lifted blacks); the veil term ranks the original first in most cases."""
-    from edit_agents.agents.reward import Reward, RewardConfig
+    from edit_agents.agents.quality.reward import Reward, RewardConfig
 
     scenes = {n: np.ascontiguousarray(resize_longest(photos[n], 256)) for n in ("chelsea", "coffee", "rocket")}
     scenes |= {n: iqa_photo(n) for n in ("I03", "I04", "I06", "I08", "I19")}
@@ -370,7 +371,7 @@ def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_the_veil_
     light); which way the veil was laid no statistic tells, and the reward chooses (here the dehaze, SSIM 0.82 -> 0.92,
     where the black point would give 0.94-0.97: docs/notes/2026-11-generalisation.md). Either way the veil is gone."""
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
     from skimage.metrics import structural_similarity
 
     img = np.ascontiguousarray(resize_longest(photos["coffee"], 384))
@@ -394,8 +395,8 @@ def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_the_veil_
 
 def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(photos):
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
-    from edit_agents.agents.metrics import CHROMA_NOISE_LIMIT
+    from edit_agents.agents.quality.reward import Reward
+    from edit_agents.agents.quality.defects.chroma import CHROMA_NOISE_LIMIT
     from edit_agents.tools.imageops import luminance
     from skimage.metrics import structural_similarity
 
@@ -418,7 +419,7 @@ def test_colour_noise_is_measured_and_removed_without_touching_the_luminance(pho
 
 
 def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
-    from edit_agents.agents.photoagent.perceiver import COLOURFUL_TARGETS, OVER_COLOURFUL, OVER_GAMUT
+    from edit_agents.agents.quality.defects.saturation import COLOURFUL_TARGETS, OVER_COLOURFUL, OVER_GAMUT
 
     tools = default_registry()
     for name in ("astronaut", "coffee", "chelsea"):  # astronaut is the most colourful of them, 0.23
@@ -438,8 +439,8 @@ def test_garish_colour_is_brought_back_into_the_range_of_clean_photos(photos):
 def test_vivid_colours_inside_the_files_range_are_the_scenes(photos):
     """A picture made vivid (a rendered or graded one) whose colours stay inside 0..1 is left as it is; the same
     spread reached by raising the saturation past the file's range, clipping channels, is garish and brought back."""
-    from edit_agents.agents.metrics import gamut_clipped
-    from edit_agents.agents.photoagent.perceiver import OVER_COLOURFUL, OVER_GAMUT
+    from edit_agents.agents.quality.metrics import gamut_clipped
+    from edit_agents.agents.quality.defects.saturation import OVER_COLOURFUL, OVER_GAMUT
 
     img = np.ascontiguousarray(resize_longest(photos["coffee"], 256)).astype(np.float32)
     grey = img.mean(axis=2, keepdims=True)
@@ -461,7 +462,7 @@ def test_a_pale_picture_in_strong_colours_is_no_fade():
     """A bright rendered landscape: a sky and a meadow in strong colours, no dark thing in it, so its darkest tones sit
     near the middle, as a fade's do. But each colour reaches black in one channel, which a fade, a contrast cut or a
     lift takes away from every colour: no low contrast, and no tone edit offered. The same picture faded is found."""
-    from edit_agents.agents.photoagent.perceiver import FADED_FLOOR, LIFTED_BLACK
+    from edit_agents.agents.quality.defects.tones import FADED_FLOOR, LIFTED_BLACK
 
     yy, xx = np.mgrid[0:256, 0:256] / 255.0
     sky = np.stack([0.012 + 0 * yy, 0.55 + 0.2 * yy, 0.95 + 0 * yy], axis=2)
@@ -484,9 +485,10 @@ def test_a_picture_in_one_strong_colour_is_neither_dark_nor_a_wrong_balance(phot
     photo are still found."""
     from defects import to_linear, to_srgb
 
-    from edit_agents.agents.photoagent.perceiver import SCENE_CAST, UNDER_CHANNEL
+    from edit_agents.agents.quality.defects.cast import SCENE_CAST
+    from edit_agents.agents.quality.defects.exposure import UNDER_CHANNEL
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     coffee = np.ascontiguousarray(resize_longest(photos["coffee"], 256)).astype(np.float32)
     lum = coffee.mean(axis=2)
@@ -513,7 +515,7 @@ def test_blown_whites_with_a_bright_mean_read_as_over_exposure_even_over_deep_bl
     over-exposure finding used to need lifted blacks. A dark scene with a lamp blown to white is not over-exposed."""
     from defects import to_linear, to_srgb
 
-    from edit_agents.agents.photoagent.perceiver import OVER_MEAN
+    from edit_agents.agents.quality.defects.exposure import OVER_MEAN
 
     astronaut = np.ascontiguousarray(resize_longest(photos["astronaut"], 256))
     assert not next(f for f in perceive(astronaut).findings if f.check == "over-exposure").defect
@@ -535,7 +537,7 @@ def test_coloured_things_on_grey_are_not_a_cast_and_a_cast_moves_the_grey(photos
     ground stays grey: no white balance. The same photo under a coloured light has no grey left: a cast."""
     from photoset import load
 
-    from edit_agents.agents.photoagent.perceiver import CAST_LIMIT, NEUTRAL_AREA
+    from edit_agents.agents.quality.defects.cast import CAST_LIMIT, NEUTRAL_AREA
 
     img = np.ascontiguousarray(load("I03", 256))
     seen = perceive(img)
@@ -574,9 +576,10 @@ def test_noise_smoothed_over_a_pixel_shows_in_its_colour_and_is_removed(photos):
     from scipy.ndimage import gaussian_filter
     from skimage.color import deltaE_ciede2000, rgb2lab
 
-    from edit_agents.agents.metrics import CHROMA_NOISE_LIMIT, texture_crops, _chroma_sigma
+    from edit_agents.agents.quality.defects.chroma import CHROMA_NOISE_LIMIT
+    from edit_agents.agents.quality.metrics import texture_crops, _chroma_sigma
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     img = np.ascontiguousarray(resize_longest(photos["astronaut"], 384))
     noise = gaussian_filter(np.random.default_rng(5).normal(0, 1, img.shape).astype(np.float32), (0.8, 0.8, 0))
@@ -644,7 +647,7 @@ def _blotched(img, sigma, smooth, seed):
 
 
 def _blotches(img):
-    from edit_agents.agents.metrics import _chroma_blotches
+    from edit_agents.agents.quality.metrics import _chroma_blotches
 
     return float(np.median([_chroma_blotches(c) for c in texture_crops(img)]))
 
@@ -653,7 +656,7 @@ def _blotches(img):
 def test_colour_blotches_are_seen_scored_and_removed_by_the_search(photos, name, smooth):
     """The camera man is black and white: his flat sky has no colour of its own, and the blotches' colour there spreads
     two ways as anywhere else."""
-    from edit_agents.agents.metrics import BLOTCH_LIMIT
+    from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT
 
     img = np.ascontiguousarray(resize_longest(photos[name], 384))
     img = np.repeat(img, 3, axis=2) if img.shape[2] == 1 else img  # as a user's file would be
@@ -672,7 +675,7 @@ def test_a_photos_own_colours_do_not_read_as_blotches(photos):
     stronger, sharpened, or bent by a tone curve) stay under the limit; only colour spread both ways counts. The
     statistic is a spread, so colour made stronger raises it in proportion: the coffee, the most colourful of these,
     reads 0.008 as it is and 0.016 with its saturation doubled (at 512 px, as the benchmark reads it)."""
-    from edit_agents.agents.metrics import BLOTCH_LIMIT
+    from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT
 
     tools = default_registry()
     edits = [("saturation", {"amount": 0.5}), ("sharpen", {"amount": 2.0, "radius": 1.5}),
@@ -697,7 +700,8 @@ def test_a_painted_patterns_colour_corners_are_not_blotches():
     the patches, where colour noise would still show. The same pattern with coarse colour noise is still found."""
     from scipy import ndimage
 
-    from edit_agents.agents.metrics import BLOTCH_LIMIT, _chroma_blotches
+    from edit_agents.agents.quality.defects.blotches import BLOTCH_LIMIT
+    from edit_agents.agents.quality.metrics import _chroma_blotches
 
     rng = np.random.default_rng(2)
     side, patches = 384, 180  # about 45 patches in each 192 px texture crop
@@ -721,7 +725,7 @@ def test_a_painted_patterns_colour_corners_are_not_blotches():
 def test_posterisation_is_seen_scored_and_smoothed_by_the_search(photos, name, levels):
     """Each channel quantised here to ``levels`` on a curve (a square root: wider steps in the highlights), not by
     tests/support/defects.py."""
-    from edit_agents.agents.metrics import STEP_LIMIT
+    from edit_agents.agents.quality.defects.posterisation import STEP_LIMIT
 
     img = np.clip(resize_longest(photos[name], 384), 0, 1).astype(np.float32)
     bad = (np.round(np.sqrt(img) * (levels - 1)) / (levels - 1)) ** 2
@@ -763,7 +767,7 @@ def test_a_blurred_jpeg_is_sharpened_once_not_again_in_each_later_step(photos):
     from skimage.metrics import structural_similarity
 
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     img = np.ascontiguousarray(resize_longest(photos["rocket"], 512))
     bad, case = make(img, "rocket", "gaussian-blur", 0)
@@ -783,8 +787,8 @@ def test_a_line_read_on_one_crop_alone_is_no_shake(photos):
     the others nothing, and was deconvolved (SSIM 0.82 -> 0.56); a real shake saved alike is still read."""
     from defects import save_as_jpeg
 
-    from edit_agents.agents.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import BLUR_CONFIDENCE, estimate_kernel
+    from edit_agents.agents.quality.metrics import texture_crops
+    from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, estimate_kernel
     from edit_agents.tools.imageops import luminance
     from edit_agents.tools.restore import estimate_blur
 
@@ -811,9 +815,9 @@ def test_a_tone_curve_earns_nothing_from_the_quality_scores_so_a_clean_jpeg_is_l
     from photoset import load
     from defects import save_as_jpeg
 
-    from edit_agents.agents.metrics import quality_readings
+    from edit_agents.agents.quality.metrics import quality_readings
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     photo = save_as_jpeg(load("clock", 512), 85)
     tools, reward = default_registry().subset(categories=["classic"]), Reward()
@@ -836,7 +840,7 @@ def test_a_dark_photo_s_curve_keeps_the_quality_scores_credit():
     from photoset import load
 
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import DARK_MEAN, Reward, holds_curves
+    from edit_agents.agents.quality.reward import DARK_MEAN, Reward, holds_curves
 
     clean = load("hubble_deep_field", 512)
     dark, case = make(clean, "hubble_deep_field", "gain-linear", 1)
@@ -855,7 +859,7 @@ def test_a_jpeg_seen_at_another_size_is_no_shake():
     the dusk rocket's own included, still are."""
     from photoset import load
 
-    from edit_agents.agents.metrics import texture_crops
+    from edit_agents.agents.quality.metrics import texture_crops
     from edit_agents.agents.photoagent.perceiver import estimate_kernel
     from edit_agents.tools.imageops import luminance
     from edit_agents.tools.restore import GRID_AXIS, blur_of_spectrum, blur_spectrum, repeats_at_one_phase
@@ -897,9 +901,9 @@ def test_a_curve_neither_hides_nor_magnifies_a_jpeg_grid():
     from photoset import DEFECTS, degrade, load
     from skimage.color import deltaE_ciede2000, rgb2lab
 
-    from edit_agents.agents.metrics import HELD_READINGS, quality_readings
+    from edit_agents.agents.quality.metrics import HELD_READINGS, quality_readings
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     moon = load("moon", 512)
     dark = np.asarray(degrade(moon, "under-exposed", DEFECTS["under-exposed"][2]), np.float32)

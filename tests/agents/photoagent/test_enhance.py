@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from edit_agents.agents.photoagent.enhance import EnhanceSettings, Interrupted, enhance
-from edit_agents.agents.reward import ClassicReward, RewardConfig, fitted_reward, normalise
-from edit_agents.agents.metrics import image_statistics, structure_similarity
+from edit_agents.agents.quality.reward import ClassicReward, RewardConfig, fitted_reward, normalise
+from edit_agents.agents.quality.metrics import image_statistics, structure_similarity
 from edit_agents.agents.trace import Trace
 from edit_agents.tools import default_registry
 

@@ -7,8 +7,8 @@ import pytest
 from edit_agents.agents.photoagent.enhance import EnhanceSettings, enhance
 from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_enhance, root_state
 from edit_agents.agents.records import ToolCall
-from edit_agents.agents.reward import ClassicReward, Score
-from edit_agents.agents.metrics import image_statistics, texture_crops
+from edit_agents.agents.quality.reward import ClassicReward, Score
+from edit_agents.agents.quality.metrics import image_statistics, texture_crops
 from edit_agents.tools import ToolRegistry, ToolSpec, default_registry
 from edit_agents.tools.imageops import sampled_gaussian
 
@@ -169,7 +169,7 @@ def test_the_spare_thread_changes_no_decision_of_the_search(photos, monkeypatch)
     the same edits and the same image as on one."""
     import torch
 
-    from edit_agents.agents import reward as reward_module
+    from edit_agents.agents.quality import reward as reward_module
 
     tools = default_registry().subset(categories=["classic"])
     dim = photos["coffee"] * np.array([0.5, 0.45, 0.35], np.float32)  # dark and warm: a wide tree
@@ -194,7 +194,7 @@ def test_a_search_runs_one_torch_thread_on_each_of_its_threads(photos, monkeypat
     thread), and the caller's count is back as it was afterwards."""
     import torch
 
-    from edit_agents.agents import reward as reward_module
+    from edit_agents.agents.quality import reward as reward_module
 
     real = torch.get_num_threads
     before = real()
@@ -288,7 +288,7 @@ def test_memory_of_executed_actions_reaches_the_perceiver():
 
 def test_rule_perceiver_does_not_repeat_reverted_actions(photos):
     from edit_agents.agents.photoagent.perceiver import Memory, RulePerceiver
-    from edit_agents.agents.metrics import image_statistics
+    from edit_agents.agents.quality.metrics import image_statistics
 
     dark = photos["coffee"] * 0.4
     stats = image_statistics(dark)

@@ -5,7 +5,7 @@ import pytest
 from skimage import data
 
 from edit_agents.agents.photoagent.perceiver import RulePerceiver, guess_scene
-from edit_agents.agents.metrics import image_statistics
+from edit_agents.agents.quality.metrics import image_statistics
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import as_image
 
@@ -53,7 +53,7 @@ def test_a_dim_scene_needs_a_darker_photo_before_it_counts_as_under_exposed():
 
 def test_a_state_the_search_darkened_itself_is_not_under_exposed():
     from edit_agents.agents.photoagent.search import mcts_enhance, MCTSSettings
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     flat = 0.5 + (np.linspace(0.15, 0.95, 64 * 64).reshape(64, 64, 1).repeat(3, 2) - 0.5) * 0.4  # whites 0.66
     darkened = default_registry().call("gamma", flat, {"gamma": 0.5})[0]  # the search's own edit: whites below 0.5
@@ -141,9 +141,9 @@ def test_an_under_exposed_photo_is_brightened_to_where_clean_whites_sit_not_to_t
     brightening back: a tone curve earns nothing from them since 2026-12-01)."""
     from skimage.color import deltaE_ciede2000, rgb2lab
 
-    from edit_agents.agents.photoagent.perceiver import EXPOSED_WHITE
+    from edit_agents.agents.quality.defects.exposure import EXPOSED_WHITE
     from edit_agents.agents.photoagent.search import mcts_enhance
-    from edit_agents.agents.reward import Reward
+    from edit_agents.agents.quality.reward import Reward
 
     moon = rgb("moon")
     dark = (moon * 0.6).astype(np.float32)

@@ -12,7 +12,7 @@ import pytest
 from edit_agents.agents.photoagent.perceiver import BrainPerceiver, Perception
 from edit_agents.agents.photoagent.search import MCTSSettings, crops_following, mcts_enhance, root_state
 from edit_agents.agents.records import ToolCall
-from edit_agents.agents.reward import ClassicReward
+from edit_agents.agents.quality.reward import ClassicReward
 from edit_agents.tools import ToolRegistry, default_registry
 from edit_agents.tools.models import MissingModelError
 from edit_agents.tools.spec import Param, ToolSpec
@@ -155,7 +155,7 @@ def test_every_state_is_scored_against_one_text(dim):
         def measure(self, img, text):
             seen.append(text)
             return 0.0, 0.5
-    from edit_agents.agents.reward import Reward, RewardConfig
+    from edit_agents.agents.quality.reward import Reward, RewardConfig
 
     reward = Reward(RewardConfig(preset="paper"), {"clip": Reads()})
     perceiver = Proposes(ToolCall("exposure", {"stops": 1.0}), ToolCall("gamma", {"gamma": 1.3}))

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from edit_agents.agents import iqa
-from edit_agents.agents.reward import COMPONENTS, Reward, RewardConfig, preset_weights
-from edit_agents.agents.metrics import mosaic, texture_crops
+from edit_agents.agents.quality import iqa
+from edit_agents.agents.quality.reward import COMPONENTS, Reward, RewardConfig, preset_weights
+from edit_agents.agents.quality.metrics import mosaic, texture_crops
 from edit_agents.tools.imageops import sampled_gaussian
 from helpers import TEST_DATA
 
@@ -94,9 +94,9 @@ def test_statistics_are_the_same_measured_in_two_threads(photos):
     """The reward's worker thread (BRISQUE and texture beside NIQE and tone) changes no value, only the time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from edit_agents.agents.metrics import raw_statistics
+    from edit_agents.agents.quality.metrics import raw_statistics
 
-    from edit_agents.agents.metrics import quality_readings
+    from edit_agents.agents.quality.metrics import quality_readings
 
     img = photos["astronaut"]
     alone = raw_statistics(img)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
-from edit_agents.agents.reward import COMPONENTS, Reward, RewardConfig, preset_weights
+from edit_agents.agents.quality.reward import COMPONENTS, Reward, RewardConfig, preset_weights
 
 BOTH = {k: max(preset_weights("offline")[k], preset_weights("paper")[k]) for k in COMPONENTS}
 from edit_agents.agents.rule_brain import RuleBrain

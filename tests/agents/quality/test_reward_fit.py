@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from edit_agents.agents.reward import FITTED, FittedReward
+from edit_agents.agents.quality.reward import FITTED, FittedReward
 
 from helpers import PACK_ROOT as ROOT
 from photoset import CALIBRATION, EVALUATION
@@ -85,8 +85,8 @@ def test_scene_bands_are_widened_past_the_clean_photos_and_defect_bands_are_not(
 
 
 def test_the_shipped_fit_marks_no_calibration_photo_down_on_its_scene():
-    from edit_agents.agents.metrics import raw_statistics
-    from edit_agents.agents.reward import fitted_reward
+    from edit_agents.agents.quality.metrics import raw_statistics
+    from edit_agents.agents.quality.reward import fitted_reward
     from photoset import load
 
     fr = _fit_module()

@@ -26,13 +26,12 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from .metrics import (BANDING_LIMIT, BLOTCH_LIMIT, CHROMA_NOISE_LIMIT, CLASSIC_IQA, CLEAN_GRID_STEP, FRINGE_LIMIT,
-                      IMPULSE_LIMIT, METRICS, SOFT_FLOOR, SOFT_LIMIT, STEP_LIMIT, VEIL_LIMIT, raw_statistics,
-                      structure_similarity)
+from .defects import FLOOR_PENALTIES, PENALTIES, TEXTURE_PENALTIES, excess
+from .metrics import CLASSIC_IQA, METRICS, raw_statistics, structure_similarity
 
 GENERIC_TEXT = "a high-quality photo"  # what the learned components score toward when there is no mood
 
-FITTED = Path(__file__).parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
+FITTED = Path(__file__).parent.parent / "data" / "reward_offline.json"  # written by scripts/fit_reward.py
 # the share of a restoration's change (what its forward model explains) the preservation term charges: see preserved
 RESTORATION_CHARGE = 0.25  # RewardConfig.restoration_charge's default: see preserved
 # Under this mean luminance (where the rule perceiver reads a night scene) most of a photo's local contrasts are a grey
@@ -142,40 +141,11 @@ class LearnedScorer(Protocol):
         """(raw score, normalised 0..1) of ``img``; ``mood`` is the target text ('' when none)."""
 
 
-# The fixed penalties, each for a defect that is never intent, counted only beyond what clean photos show:
-# (RewardConfig field, raw statistic, its scale, the clean limit, what the trace calls it).
-PENALTIES = (("compression", "grid_step", 255.0, CLEAN_GRID_STEP, "JPEG grid step in levels"),
-             ("chroma", "chroma_noise", 1.0, CHROMA_NOISE_LIMIT, "colour noise"),
-             ("veil", "veil", 1.0, VEIL_LIMIT, "veil"),
-             ("impulses", "impulses", 100.0, 100.0 * IMPULSE_LIMIT, "isolated specks, % of pixels"),
-             ("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal"),
-             ("banding", "banding", 1.0, BANDING_LIMIT, "row banding"),
-             ("blotches", "chroma_blotches", 1.0, BLOTCH_LIMIT, "colour blotches"),
-             ("posterisation", "level_step", 1.0, STEP_LIMIT, "posterisation, step between levels in 8-bit levels"),
-             ("softness", "sharpness", 1.0, SOFT_LIMIT, "softness, the log of fine detail short of"))
-# the penalties on a statistic that is a defect when low, each with the reading under which its shortfall stops
-# growing: counted as the log of the shortfall (excess)
-FLOOR_PENALTIES = {"softness": SOFT_FLOOR}
-
-
-# the penalties whose statistic the texture crops give (texture_statistics); the veil and the fringes are global
-TEXTURE_PENALTIES = tuple(name for name, key, *_ in PENALTIES if key not in ("veil", "fringes"))
-
-
-def excess(raw: Mapping[str, float], penalty: str) -> float:
-    """How far ``raw`` is past the clean limit of a penalty of PENALTIES (0 when fine or not measured); for a floor
-    penalty (FLOOR_PENALTIES), the log of how far under it. The veil is not read in a black-and-white photo: the
-    prior is about colour (see VEIL_LIMIT)."""
-    _, key, scale, limit, _ = next(p for p in PENALTIES if p[0] == penalty)
-    if key not in raw or (penalty == "veil" and raw.get("is_gray")):
-        return 0.0
-    if penalty in FLOOR_PENALTIES:
-        return max(0.0, math.log(limit / max(raw[key] * scale, FLOOR_PENALTIES[penalty])))
-    return max(0.0, raw[key] * scale - limit)
-
-
 @dataclass(frozen=True)
 class RewardConfig:
+    """The reward's preset or weights, and the weight of each fixed penalty (one field per penalty of PENALTIES,
+    which the defects declare: agents/quality/defects)."""
+
     weights: Mapping[str, float] | None = None  # the custom preset's weights; None = the preset's own
     preset: str = ""  # "" = custom when weights are given, else offline
     preservation: float = 1.5  # penalty weight on (1 - structure similarity to the input)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"  # agents/data
 _SHAPE_GRID = np.arange(0.2, 10.0005, 0.001)  # the reference code's search grid for shape parameters
 
 
@@ -150,7 +150,7 @@ def _window_1d() -> np.ndarray:
 
 def _filter(img: np.ndarray, mode: str) -> np.ndarray:
     """7x7 Gaussian (sigma 7/6) correlation, 'same' size; ``mode`` is how the border is padded."""
-    from ..tools.imageops import correlate_separable
+    from ...tools.imageops import correlate_separable
 
     return correlate_separable(np.asarray(img, np.float64), _window_1d(), _window_1d(),
                                "zero" if mode == "zero" else "replicate")

@@ -2,8 +2,9 @@
 how a request phrases it), and the statistics that read them (tone and colour on a small copy, noise, sharpness,
 the JPEG grid and BRISQUE/NIQE on native-resolution crops, structure similarity between two images).
 
-The reward bands them (``reward.py``), the perceiver finds defects in them (``photoagent/perceiver.py``), the rule
-brain phrases and checks requests with them (``rule_brain.py``, ``measure.py``).
+The reward bands them (``reward.py``), the perceiver finds defects in them (``defects/``, walked by
+``agents/photoagent/perceiver.py``), the rule brain phrases and checks requests with them (``agents/rule_brain.py``,
+``measure.py``).
 """
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from ..tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
+from ...tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
                               laplacian, luminance, neutral_evidence, per_plane, resize, resize_longest,
                               sampled_gaussian, sobel, to_rgb)
-from ..tools.restore.banding import banding_sigma
-from ..tools.restore.fringes import fringe_scales
-from ..tools.restore.haze import DARK_PATCH, patch_minimum
-from ..tools.restore.impulses import impulse_share
-from ..tools.restore.jpeg import grid_measures
-from ..tools.restore.levels import level_step
+from ...tools.restore.banding import banding_sigma
+from ...tools.restore.fringes import fringe_scales
+from ...tools.restore.haze import DARK_PATCH, patch_minimum
+from ...tools.restore.impulses import impulse_share
+from ...tools.restore.jpeg import grid_measures
+from ...tools.restore.levels import level_step
 
 
 @dataclass(frozen=True)
@@ -72,56 +73,8 @@ HELD_READINGS = CLASSIC_IQA + ("grid_step",)
 GAMUT_CHROMA = 0.25  # gamut_clipped's colourful pixels: their channels this far apart
 
 
-# The dark channel prior (He, Sun and Tang, 2009): in a photo of a scene, almost every patch (15 px in their paper,
-# here on the <=256 px copy) has some pixel near black in some channel. A veil laid over the whole photo (fading,
-# haze, lifted blacks) lifts every patch's darkest value. The veil statistic is the 1st percentile of the dark
-# channel as a fraction of the white level, so an exposure change (a gain) leaves it where it is and only an
-# offset moves it. It is 0.00-0.078 on the project's clean scene photos (scikit-image's, tests/data/iqa; the flat
-# close-up textures clock and brick and a page of text read 0.13-0.48): VEIL_LIMIT leaves a margin above them.
-# In a black-and-white photo only shadows and dark objects keep the floor down (no colourful ones), and those
-# pale close-ups are all black-and-white: there the veil is not used.
-VEIL_LIMIT = 0.09
-# Colour noise (texture_statistics' chroma_noise, red minus blue, the larger of two scales: _chroma_noise): at most
-# 0.0078 on the project's clean photos, 0.024 on over-processed ones, 0.03-0.11 under the defect space's noise. Never
-# intent, unlike grain.
-CHROMA_NOISE_LIMIT = 0.025
+# The limits on these readings past which a photo has a defect are the defects' own (defects/: one module each).
 COARSE_CHROMA_WEIGHT = 0.6  # the 2x2-block reading's weight (set on clean and over-processed photos: _chroma_noise)
-# Impulse noise (texture_statistics' impulses: the share of pixels past all eight neighbours by 0.2 where those span
-# less than 0.2, at native resolution; tools/restore.impulse_share): 0-0.034% on the project's clean photos (the deep
-# field's stars the most), up to 0.12% on over-sharpened ones. Never intent.
-IMPULSE_LIMIT = 0.0015
-# Colour fringes (global_statistics' fringes: lateral chromatic aberration, red's or blue's magnification apart from
-# green in % of the half-diagonal; tools/restore.fringe_scales): 0-0.15 on the project's clean photos but the retina
-# (0.68: its blue image, read alike in all four quarters, may be its fundus camera's own aberration) and at most 0.22
-# on every other defect of the defect space (a defocus on the coffee). Never intent.
-FRINGE_LIMIT = 0.3
-# Row banding (texture_statistics' banding: the standard deviation of offsets that whole rows show alike in two crops
-# and each on its own; tools/restore.banding_sigma): at most 0.0013 on the project's clean
-# photos and 0.0039 on every other family of the defect space (I06 over-contrasted by CLAHE). Never intent.
-BANDING_LIMIT = 0.008
-# Colour blotches (texture_statistics' chroma_blotches: colour noise coarser than a pixel or two, which a phone's noise
-# reduction or a smoothed raw leaves; _chroma_blotches): read over every window until 2026-12-02, at most 0.0082 on the
-# project's clean photos and 0.0163 on every family of the defect space but the noise families (an S-curve on chelsea;
-# clipped highlights, chromatic aberration and over-saturation 0.0155-0.0158), the limit set just above them from the
-# clean and the other families, not from the blotched ones; the coarse-chroma family (colour noise of sigma 0.02-0.06 on
-# a 3-8 px grid) read 0.0156-0.047. Read in the flattest half of the windows since, as a picture's own colours meet at
-# its edges: at most 0.0063 on the clean photos and 0.0127 on the other families, coarse-chroma 0.0157-0.045; the limit
-# kept. Never intent.
-BLOTCH_LIMIT = 0.017
-# Posterisation (texture_statistics' level_step: the typical step between the levels the green channel uses, in 8-bit
-# levels; tools/restore.level_step): at most 1.0 on the project's clean photos (an 8-bit file uses every level of its
-# range) and 1.74 on every other family of the defect space (an S-curve stretching a flat brick); the quantised-linear
-# family (16-48 levels a channel in linear light) reads 3.6-19.9. Seldom intent: a poster look made on purpose keeps
-# its flat areas when smoothed, since the tool holds each pixel within its own level's step.
-STEP_LIMIT = 2.5
-# Softness (texture_statistics' sharpness: fine detail relative to local contrast): 1.24-5.4 on the project's clean
-# photos but a clock face's smooth close-up (0.48) and the retina (0.85); at least 0.88 on every family of the defect
-# space with no blur in it (a JPEG moon) but over-smoothing (0.41); 0.12-1.14 under the blur families. Read in log, as a
-# blur's width is: halving the fine detail costs as much anywhere.
-SOFT_LIMIT = 0.45
-# under this, a picture with hardly any fine detail at all (a flat test card, a clear sky): no longer a blur's width,
-# so the shortfall stops growing there (the defect space's heaviest blurs read 0.12, I03's 0.09)
-SOFT_FLOOR = 0.05
 BLOTCH_BLOCK = 4  # px: the blotches are read on the means of 4x4 blocks, where fine noise has gone
 BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along one line
 # the share of those neighbourhoods, the flattest in luminance, that the blotches are read in: a scene's colours meet
@@ -129,7 +82,6 @@ BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along on
 # them), while noise lies on flat ground as on edges
 BLOTCH_FLAT_SHARE = 0.5
 VEIL_PATCH = DARK_PATCH
-CLEAN_GRID_STEP = 1.0  # tools/restore.grid_step of clean photos, in levels of 255: 0.2-0.8 (1.5 on a JPEG moon)
 METRIC_SIDE = STATISTICS_SIDE  # global statistics read a copy at most this long (the copy a white balance reads)
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
@@ -385,7 +337,7 @@ def _chroma_noise(crop: np.ndarray) -> float:
     which white noise leaves the same). A camera's noise, smoothed by demosaicing over a pixel or two, hardly reaches
     the native scale's 3x3 Laplacian, but its colour still shows at the coarser one. Colour texture shows there too,
     more so once a photo is over-sharpened or over-contrasted (0.041 at most here; clean photos 0.011), so the coarse
-    reading counts at COARSE_CHROMA_WEIGHT, which keeps those under CHROMA_NOISE_LIMIT."""
+    reading counts at COARSE_CHROMA_WEIGHT, which keeps those under defects/chroma.CHROMA_NOISE_LIMIT."""
     coarse = _chroma_sigma(_binned(crop), flat_only=True) * 2.0 if min(crop.shape[:2]) >= 8 else 0.0
     return max(_chroma_sigma(crop), COARSE_CHROMA_WEIGHT * coarse)
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tools.imageops import luminance, resize_longest, to_rgb
+from ...tools.imageops import luminance, resize_longest, to_rgb
 from .metrics import METRICS, image_statistics, structure_similarity
 
 
