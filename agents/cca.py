@@ -23,6 +23,7 @@ from .loop import Executed, LoopFailed, attempted, close_cast, execute_or_fail, 
 from .records import Candidate, EditRequest, Feedback, HistoryContext, Plan, Question, ToolCall
 from .roles import Where
 from .rule_brain import RuleBrain
+from .rule_default import offline_brain
 from .trace import Trace
 
 AGENT = "cca"
@@ -95,7 +96,7 @@ class CCACast:
         seed (``hotter``); its planner is generator 1's planner sampled hotter too, as the paper (§3.3) puts the
         generators' first differences in their plans, which vary by chance; or the same rule planner, which cannot
         sample."""
-        planner = planner or RuleBrain()
+        planner = planner or offline_brain()
         executor = executor or planner
         discriminator = discriminator or planner
         notes = []
@@ -103,7 +104,7 @@ class CCACast:
             planner_2 = executor_2 = generator_2
         else:
             planner_2 = hotter(planner)
-            executor_2 = (RuleBrain(boldness=BOLDER) if isinstance(executor, RuleBrain)
+            executor_2 = (executor.with_boldness(BOLDER) if isinstance(executor, RuleBrain)
                           else planner_2 if executor is planner else hotter(executor))
             pairs = ([("planner and executor", planner, planner_2)] if executor_2 is planner_2 else
                      [("planner", planner, planner_2), ("executor", executor, executor_2)])

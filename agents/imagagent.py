@@ -22,6 +22,7 @@ from .records import (Attempt, Critique, EditRequest, ExecutorFeedback, Feedback
                       ToolCall)
 from .roles import Where
 from .rule_brain import RuleBrain
+from .rule_default import offline_brain
 from .trace import Trace
 
 AGENT = "imagagent"
@@ -60,7 +61,7 @@ class IMAGAgentCast:
         (each with its expert's emphasis), where the paper's panel is three different VLMs (Qwen-VL-Max,
         Doubao-Seed-1.6-Vision, Doubao-Seed-1.6) and its ablation puts that panel ahead of a single expert; the
         trace says so. Give ``experts`` one brain each to follow the paper."""
-        planner = planner or RuleBrain()
+        planner = planner or offline_brain()
         shared = [i for i, b in enumerate(experts) if b is None] if experts else [0]
         who = ("the experts use" if len(shared) == max(len(experts), 1)
                else f"the experts of input(s) {', '.join(str(i + 1) for i in shared)} use")
