@@ -4,15 +4,17 @@ and may stop early.
 
 A round is three steps: ``plan_round`` (in round 0 the caption and the questions beside both planners),
 the execute step (wherever the runner puts it: ``execute_in_process`` or an Executor node per generator),
-and ``after_round`` (judge, decide, stop or go on), which takes what the execute step produced. The roles'
-own work is in ``roles.py``; what the loops share is in ``loop.py``.
+and ``after_round`` (judge, decide, stop or go on), which takes what the execute step produced. ``next_step``
+says which step follows from the state and the last step's outcome; ``advance`` takes the steps, leaving an
+execute step to a runner that runs it elsewhere, so both runners drive one machine. The roles' own work is in
+``roles.py``; what the loops share is in ``loop.py``.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from .loop import Executed, LoopFailed, attempted, close_cast, execute_or_fail, 
 from .records import Candidate, EditRequest, Feedback, HistoryContext, Plan, Question, ToolCall
 from .roles import Where
 from .rule_brain import RuleBrain
+from .rule_default import offline_brain
 from .trace import Trace
 
 AGENT = "cca"
@@ -95,7 +98,7 @@ class CCACast:
         seed (``hotter``); its planner is generator 1's planner sampled hotter too, as the paper (§3.3) puts the
         generators' first differences in their plans, which vary by chance; or the same rule planner, which cannot
         sample."""
-        planner = planner or RuleBrain()
+        planner = planner or offline_brain()
         executor = executor or planner
         discriminator = discriminator or planner
         notes = []
@@ -103,7 +106,7 @@ class CCACast:
             planner_2 = executor_2 = generator_2
         else:
             planner_2 = hotter(planner)
-            executor_2 = (RuleBrain(boldness=BOLDER) if isinstance(executor, RuleBrain)
+            executor_2 = (executor.with_boldness(BOLDER) if isinstance(executor, RuleBrain)
                           else planner_2 if executor is planner else hotter(executor))
             pairs = ([("planner and executor", planner, planner_2)] if executor_2 is planner_2 else
                      [("planner", planner, planner_2), ("executor", executor, executor_2)])
@@ -419,14 +422,66 @@ async def plan_or_keep_best(state: CCAState, image: np.ndarray, request: EditReq
                                f"round {state.rounds_run}", AGENT)
 
 
+# -- the loop as a state machine: the next step from the state and the last step's outcome ---------------------
+
+StepKind = Literal["plan", "execute", "judge", "finish"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a CCA runner does next: plan a round, execute its plans (``work``), judge what was executed
+    (``executed``), or finish (``result``)."""
+
+    kind: StepKind
+    work: RoundPlans | None = None
+    executed: dict[str, Executed] = field(default_factory=dict)
+
+
+FIRST = Step("plan")
+
+
+def next_step(state: CCAState, settings: CCASettings, last: Step, outcome: Any) -> Step:
+    """The step after ``last``, from its outcome: a plan step's ``RoundPlans`` (None: a brain failed and the loop
+    keeps its best), an execute step's ``Executed`` per generator, a judge step's "the loop is done". A round
+    whose every planner failed has nothing to execute: it is judged at once (every candidate failed)."""
+    if last.kind == "plan":
+        if outcome is None:
+            return Step("finish")
+        return Step("execute", outcome) if outcome.plans else Step("judge", outcome)
+    if last.kind == "execute":
+        return Step("judge", last.work, outcome)
+    if last.kind == "judge":
+        return Step("finish") if outcome or state.done(settings) else FIRST
+    raise ValueError(f"no step follows {last.kind!r}")
+
+
+async def advance(state: CCAState, step: Step, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
+                  cast: CCACast, settings: CCASettings, should_stop=None, *, in_process: bool = False,
+                  one_round: bool = False) -> Step:
+    """Take the steps from ``step`` and return the first the runner must take itself: the finish; an execute step
+    unless ``in_process`` (then it runs here: ``execute_in_process``); with ``one_round``, whatever follows a
+    round's judge step (so a runner can report or hand over between rounds)."""
+    while step.kind != "finish":
+        if step.kind == "plan":
+            outcome = await plan_or_keep_best(state, image, request, tools, cast, settings, should_stop)
+        elif step.kind == "execute":
+            if not in_process:
+                return step
+            outcome = await execute_in_process(state, step.work, tools, cast, should_stop)
+        else:
+            outcome = await after_round(state, image, step.work, tools, cast, settings, step.executed, should_stop)
+        last, step = step, next_step(state, settings, step, outcome)
+        if one_round and last.kind == "judge":
+            break
+    return step
+
+
 async def round_in_process(state: CCAState, image: np.ndarray, request: EditRequest, tools: ToolRegistry,
                            cast: CCACast, settings: CCASettings, should_stop=None) -> bool:
     """One whole round in process. Returns whether the loop is done."""
-    work = await plan_or_keep_best(state, image, request, tools, cast, settings, should_stop)
-    if work is None:
-        return True
-    executed = await execute_in_process(state, work, tools, cast, should_stop)
-    return await after_round(state, image, work, tools, cast, settings, executed, should_stop)
+    step = await advance(state, FIRST, image, request, tools, cast, settings, should_stop, in_process=True,
+                         one_round=True)
+    return step.kind == "finish"
 
 
 def summary(rounds: int, tool_calls: int, stopped_early: bool, best: Candidate | Any, started: float,

@@ -3,14 +3,16 @@ experts and an aggregator, accepted at tau_sr or the best kept; the history C fe
 
 An attempt is two steps: the execute step (wherever the runner puts it: ``execute_in_process`` or an Executor
 node) and ``after_attempt`` (judge, then retry, move to the next subtask, or finish), which takes what the
-execute step produced. The roles' own work is in ``roles.py``; what the loops share is in ``loop.py``.
+execute step produced. ``next_step`` says which step follows from the state and the last step's outcome;
+``advance`` takes the steps, leaving an execute step to a runner that runs it elsewhere, so both runners drive one
+machine. The roles' own work is in ``roles.py``; what the loops share is in ``loop.py``.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from .records import (Attempt, Critique, EditRequest, ExecutorFeedback, Feedback
                       ToolCall)
 from .roles import Where
 from .rule_brain import RuleBrain
+from .rule_default import offline_brain
 from .trace import Trace
 
 AGENT = "imagagent"
@@ -60,7 +63,7 @@ class IMAGAgentCast:
         (each with its expert's emphasis), where the paper's panel is three different VLMs (Qwen-VL-Max,
         Doubao-Seed-1.6-Vision, Doubao-Seed-1.6) and its ablation puts that panel ahead of a single expert; the
         trace says so. Give ``experts`` one brain each to follow the paper."""
-        planner = planner or RuleBrain()
+        planner = planner or offline_brain()
         shared = [i for i, b in enumerate(experts) if b is None] if experts else [0]
         who = ("the experts use" if len(shared) == max(len(experts), 1)
                else f"the experts of input(s) {', '.join(str(i + 1) for i in shared)} use")
@@ -286,16 +289,61 @@ async def after_attempt(state: ClosedLoopState, executed: Executed, cast: IMAGAg
         _finish_subtask(state, settings)
 
 
+# -- the loop as a state machine: the next step from the state and the last step's outcome ---------------------
+
+StepKind = Literal["plan", "execute", "judge", "finish"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a closed-loop runner does next: plan (``start``, once), execute the current subtask's next attempt,
+    judge what it produced (``executed``), or finish (``result``)."""
+
+    kind: StepKind
+    executed: Executed | None = None
+
+
+PLANNED = Step("plan")
+
+
+def next_step(state: ClosedLoopState, last: Step, outcome: Executed | None = None) -> Step:
+    """The step after ``last``: an execute step's ``Executed`` is judged; after the plan or a judge step (which
+    retried, moved on or stopped the loop: ``after_attempt``), the next attempt, or the finish when done."""
+    if last.kind == "execute":
+        return Step("judge", outcome)
+    if last.kind in ("plan", "judge"):
+        return Step("finish") if state.done() else Step("execute")
+    raise ValueError(f"no step follows {last.kind!r}")
+
+
+async def advance(state: ClosedLoopState, step: Step, tools: ToolRegistry, cast: IMAGAgentCast,
+                  settings: ClosedLoopSettings, should_stop: Callable[[], None] | None = None, *,
+                  in_process: bool = False, on_step: Callable[[int, int, str], None] | None = None) -> Step:
+    """Take the steps from ``step`` and return the first the runner must take itself: the finish, or an execute
+    step; with ``in_process``, execute steps run here (``on_step`` told before each) until the subtask that was
+    current is kept, so a runner can report or hand over between subtasks."""
+    index, total = len(state.accepted), len(state.plan.subtasks)
+    while step.kind != "finish":
+        outcome = None
+        if step.kind == "execute":
+            if not in_process or len(state.accepted) != index:
+                return step
+            if on_step:
+                on_step(state.subtask().index, total,
+                        f"subtask {state.subtask().index + 1}/{total}, attempt {len(state.tries) + 1}")
+            outcome = await execute_in_process(state, tools, cast, settings, should_stop)
+        elif step.kind == "judge":
+            await after_attempt(state, step.executed, cast, settings, should_stop)
+        step = next_step(state, step, outcome)
+    return step
+
+
 async def subtask_in_process(state: ClosedLoopState, tools: ToolRegistry, cast: IMAGAgentCast,
                              settings: ClosedLoopSettings, should_stop: Callable[[], None] | None = None,
                              on_step: Callable[[int, int, str], None] | None = None) -> None:
     """The next subtask in process: attempts (execute, judge, decide) until it is kept or the loop ends."""
-    sub, total, index = state.subtask(), len(state.plan.subtasks), len(state.accepted)
-    while not state.done() and len(state.accepted) == index:
-        if on_step:
-            on_step(sub.index, total, f"subtask {sub.index + 1}/{total}, attempt {len(state.tries) + 1}")
-        executed = await execute_in_process(state, tools, cast, settings, should_stop)
-        await after_attempt(state, executed, cast, settings, should_stop)
+    await advance(state, next_step(state, PLANNED), tools, cast, settings, should_stop, in_process=True,
+                  on_step=on_step)
 
 
 def attempt_feedback(feedback: Feedback, accept_score: float) -> ExecutorFeedback:

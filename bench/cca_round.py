@@ -26,7 +26,7 @@ from skimage import data  # noqa: E402
 from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca  # noqa: E402
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain  # noqa: E402
 from edit_agents.agents.records import EditRequest  # noqa: E402
-from edit_agents.agents.rule_brain import RuleBrain  # noqa: E402
+from edit_agents.agents.rule_default import offline_brain  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402
 from edit_agents.tools.imageops import as_image  # noqa: E402
 from llm_server import Reply, ScriptedLLM  # noqa: E402
@@ -96,9 +96,9 @@ HARDER = [
 def multi_round_tasks(boldness: tuple[float, float] = (0.3, 0.5)) -> None:
     """Early stopping measured only where it has rounds to save: of HARDER, the tasks that the timid
     generators could not finish in round 1 (the CCA paper's 20 vs 12 are over about 3 rounds)."""
-    tools, rule = default_registry(), RuleBrain()
-    gens = [Generator("generator-1", rule, RuleBrain(boldness=boldness[0])),
-            Generator("generator-2", rule, RuleBrain(boldness=boldness[1]))]
+    tools, rule = default_registry(), offline_brain()
+    gens = [Generator("generator-1", rule, offline_brain(boldness=boldness[0])),
+            Generator("generator-2", rule, offline_brain(boldness=boldness[1]))]
     rows = []
     for photo, instruction in HARDER:
         img, req = as_image(getattr(data, photo)()), EditRequest(instruction)
@@ -120,9 +120,9 @@ def multi_round_tasks(boldness: tuple[float, float] = (0.3, 0.5)) -> None:
 
 def early_stopping(label: str, boldness: tuple[float, float]) -> None:
     tools = default_registry()
-    rule = RuleBrain()
-    gens = [Generator("generator-1", rule, RuleBrain(boldness=boldness[0])),
-            Generator("generator-2", rule, RuleBrain(boldness=boldness[1]))]
+    rule = offline_brain()
+    gens = [Generator("generator-1", rule, offline_brain(boldness=boldness[0])),
+            Generator("generator-2", rule, offline_brain(boldness=boldness[1]))]
     rows = []
     for photo, instruction in TASKS:
         img = as_image(getattr(data, photo)())

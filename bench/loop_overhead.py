@@ -18,7 +18,7 @@ from PIL import Image
 
 from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca
 from edit_agents.agents.records import EditRequest
-from edit_agents.agents.rule_brain import RuleBrain
+from edit_agents.agents.rule_default import offline_brain
 from edit_agents.cli.client import ComfyClient
 from edit_agents.cli.server import LocalServer
 from edit_agents.tools import default_registry
@@ -33,7 +33,7 @@ def photo() -> np.ndarray:
 
 
 def direct() -> float:
-    rule = RuleBrain()
+    rule = offline_brain()
     tools = default_registry().subset(names=["flip"])
     times = []
     for _ in range(REPEATS):

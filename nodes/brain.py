@@ -6,7 +6,7 @@ from comfy_api.latest import io
 from ..agents.local_brain import EXAMPLES, FOLDER, LocalBrain, LocalBrainConfig
 from ..agents.ollama_brain import OllamaBrain
 from ..agents.openai_brain import LOCAL_CONTEXT, PROVIDERS, STRUCTURED_MODES, BrainConfig, OpenAIBrain
-from ..agents.rule_brain import RuleBrain
+from ..agents.rule_default import offline_brain
 from .runtime import NO_LOCAL_MODEL, ComfyDeviceManager, llm_folders, local_model_choices, watch_model_loads
 from .types import BRAIN, CATEGORY
 
@@ -95,7 +95,7 @@ class Brain(io.ComfyNode):
                 local_model=NO_LOCAL_MODEL, context=0, keep_alive="", unload_before_models=False,
                 seed=-1) -> io.NodeOutput:
         if provider == RULE:
-            return io.NodeOutput(RuleBrain(boldness=rule_boldness))
+            return io.NodeOutput(offline_brain(boldness=rule_boldness))
         if provider == LOCAL:
             name = "" if local_model == NO_LOCAL_MODEL else local_model
             config = LocalBrainConfig(model=name, folders=tuple(llm_folders()), temperature=temperature,

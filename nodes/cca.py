@@ -15,7 +15,7 @@ from comfy_api.latest import io
 
 from ..agents import cca
 from ..agents.cca import CCACast, CCASettings, CCAState, RoundPlans
-from ..agents.loop import Executed, close_cast
+from ..agents.loop import close_cast
 from ..agents.records import Candidate, EditRequest, Handoff
 from ..agents.trace import Trace
 from ..tools.spec import ToolRegistry
@@ -104,8 +104,8 @@ class CCALoop(Rerunnable, io.ComfyNode):
             if resume is None and uses_graph_tools(tools):  # graph tools run as nodes: so do the execute steps
                 state = cca.start(cast, settings)
                 stream(state.trace, node_id())
-                return await start_with_executor_nodes(graph, CCARun(img, request, tools, toolbox, cast, settings),
-                                                       state, stop)
+                return await run_to_nodes(graph, CCARun(img, request, tools, toolbox, cast, settings), state,
+                                          cca.FIRST, stop)
             state = resume["state"] if resume else cca.start(cast, settings)
             stream(state.trace, node_id(), replay=False)
             await cca.round_in_process(state, img, request, tools, cast, settings, stop)
@@ -131,8 +131,9 @@ class CCARun:
     settings: CCASettings
 
 
-def expand_round(graph, run: CCARun, state: CCAState, work: RoundPlans) -> io.NodeOutput:
+def expand_round(graph, run: CCARun, state: CCAState, step: cca.Step) -> io.NodeOutput:
     """The execute step of a round as one Executor node per generator that planned, then a Round End."""
+    work: RoundPlans = step.work
     base = arrays_to_image_batch([work.base])
     executed = []
     for g in run.cast.generators:
@@ -149,7 +150,7 @@ def expand_round(graph, run: CCARun, state: CCAState, work: RoundPlans) -> io.No
     for i, node in enumerate(executed[:2], 1):
         links.update({f"executed_{i}": node.out(1), f"trace_{i}": node.out(2)})
     end = graph.node("EditAgentsCCARoundEnd", id=f"r{work.round}.end", **links,
-                     resume={"run": run, "state": state, "work": work, "base": len(state.trace.steps)})
+                     resume={"run": run, "state": state, "step": step, "base": len(state.trace.steps)})
     return io.NodeOutput(end.out(0), end.out(1), end.out(2), end.out(3), expand=graph.finalize())
 
 
@@ -163,25 +164,13 @@ def merged(base_len: int, traces: list[Trace]) -> Trace:
     return out
 
 
-async def advance(graph, run: CCARun, state: CCAState, work: RoundPlans, executed: dict[str, Executed],
-                  stop) -> io.NodeOutput:
-    """The rest of the round just executed, then the next round's plan step and its Executor nodes, or the end.
-    A round whose every planner failed has nothing to execute: it goes on at once."""
-    while True:
-        if await cca.after_round(state, run.image, work, run.tools, run.cast, run.settings, executed, stop):
-            return outputs(cca.result(state, mode=GRAPH_MODE), run.request)
-        work = await cca.plan_or_keep_best(state, run.image, run.request, run.tools, run.cast, run.settings, stop)
-        if work is None:
-            return outputs(cca.result(state, mode=GRAPH_MODE), run.request)
-        if work.plans:
-            return expand_round(graph, run, state, work)
-        executed = {}
-
-
-async def start_with_executor_nodes(graph, run: CCARun, state: CCAState, stop) -> io.NodeOutput:
-    """Round 0 from the CCA Loop node: plan, then expand the execute step (or, if every planner failed, go on)."""
-    work = await cca.plan_or_keep_best(state, run.image, run.request, run.tools, run.cast, run.settings, stop)
-    return expand_round(graph, run, state, work) if work.plans else await advance(graph, run, state, work, {}, stop)
+async def run_to_nodes(graph, run: CCARun, state: CCAState, step: cca.Step, stop) -> io.NodeOutput:
+    """The loop's steps from ``step`` (``agents/cca.py``'s state machine) until an execute step, which becomes
+    Executor nodes and a Round End, or the finish."""
+    step = await cca.advance(state, step, run.image, run.request, run.tools, run.cast, run.settings, stop)
+    if step.kind == "execute":
+        return expand_round(graph, run, state, step)
+    return outputs(cca.result(state, mode=GRAPH_MODE), run.request)
 
 
 class CCARoundEnd(io.ComfyNode):
@@ -210,14 +199,15 @@ class CCARoundEnd(io.ComfyNode):
     @classmethod
     async def execute(cls, resume, executed_1=None, trace_1=None, executed_2=None, trace_2=None) -> io.NodeOutput:
         graph = host.graph_builder()  # before the first await
-        run, state, work = resume["run"], resume["state"], resume["work"]
+        run, state = resume["run"], resume["state"]
         traces = [t for t in (trace_1, trace_2) if t is not None]
         if traces:
             state.trace = merged(resume["base"], traces)
         stream(state.trace, node_id(), replay=False)
         executed = {h.agent: executed_of(h) for h in (executed_1, executed_2) if h is not None}
         try:
-            return await advance(graph, run, state, work, executed, host.stop_check())
+            step = cca.next_step(state, run.settings, resume["step"], executed)
+            return await run_to_nodes(graph, run, state, step, host.stop_check())
         finally:
             await close_cast(run.cast)
 

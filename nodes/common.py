@@ -7,7 +7,7 @@ from comfy_api.latest import io
 from ..agents.loop import Executed
 from ..agents.records import EditRequest
 from ..agents.roles import Where
-from ..agents.rule_brain import RuleBrain
+from ..agents.rule_default import offline_brain
 from ..agents.trace import Trace
 from ..tools import default_registry
 from . import host
@@ -41,7 +41,7 @@ def present(**inputs):
 
 
 def brain_or_rule(brain):
-    return brain if brain is not None else RuleBrain()
+    return brain if brain is not None else offline_brain()
 
 
 def tools_or_classic(toolbox):

@@ -150,10 +150,17 @@ def expand_attempt(graph, run: ClosedLoopRun, state: ClosedLoopState) -> io.Node
     return io.NodeOutput(step.out(0), step.out(1), step.out(2), step.out(3), expand=graph.finalize())
 
 
+def run_step(graph, run: ClosedLoopRun, state: ClosedLoopState, step: imagagent.Step) -> io.NodeOutput:
+    """The step ``agents/imagagent.py``'s state machine left to the runner: an execute step becomes an Executor
+    node and a Step node; the finish, the outputs."""
+    if step.kind == "execute":
+        return expand_attempt(graph, run, state)
+    return outputs(imagagent.result(state, mode=GRAPH_MODE), run.request)
+
+
 def start_with_executor_nodes(graph, run: ClosedLoopRun, state: ClosedLoopState) -> io.NodeOutput:
-    if state.done():
-        return outputs(imagagent.result(state, mode=GRAPH_MODE), run.request)
-    return expand_attempt(graph, run, state)
+    """The step after the plan, as nodes."""
+    return run_step(graph, run, state, imagagent.next_step(state, imagagent.PLANNED))
 
 
 class ClosedLoopStep(io.ComfyNode):
@@ -183,12 +190,11 @@ class ClosedLoopStep(io.ComfyNode):
         run, state = resume["run"], resume["state"]
         state.trace = stream(trace, node_id(), replay=False)
         try:
-            await imagagent.after_attempt(state, executed_of(executed), run.cast, run.settings, host.stop_check())
+            step = await imagagent.advance(state, imagagent.Step("judge", executed_of(executed)), run.tools, run.cast,
+                                           run.settings, host.stop_check())
         finally:
             await close_cast(run.cast)
-        if not state.done():
-            return expand_attempt(graph, run, state)
-        return outputs(imagagent.result(state, mode=GRAPH_MODE), run.request)
+        return run_step(graph, run, state, step)
 
 
 NODES = [ClosedLoop, ClosedLoopStep]

@@ -10,7 +10,7 @@ from ..agents.photoagent.perceiver import BrainPerceiver, RulePerceiver, brain_p
 from ..agents.photoagent.search import MCTSSettings, mcts_enhance
 from ..agents.records import EditRequest, Handoff, Plan, Subtask, ToolCall
 from ..agents.quality.reward import ClassicReward
-from ..agents.rule_brain import RuleBrain
+from ..agents.rule_default import offline_brain
 from .common import (Rerunnable, brain_or_rule, continue_trace, one_image, rerun_input, run_per_image, tools_or_classic,
                      where)
 from .convert import arrays_to_image_batch
@@ -82,7 +82,7 @@ class MCTSPlanner(io.ComfyNode):
         def perceiver(agent: str):
             if perceiver_brain is None and not mood:
                 return RulePerceiver()
-            return BrainPerceiver(perceiver_brain or RuleBrain(), tools, mood=mood, agent=agent)
+            return BrainPerceiver(perceiver_brain or offline_brain(), tools, mood=mood, agent=agent)
 
         finals, steps, trace = run_per_image(
             image, max_steps, "PhotoAgent MCTS",

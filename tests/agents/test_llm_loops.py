@@ -15,7 +15,7 @@ from edit_agents.agents.imagagent import ClosedLoopSettings, IMAGAgentCast, run_
 from edit_agents.agents.loop import LoopFailed
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.records import EditRequest
-from edit_agents.agents.rule_brain import RuleBrain
+from edit_agents.agents.rule_default import offline_brain as RuleBrain
 from edit_agents.tools import default_registry
 from llm_server import Reply, overlapping
 from scripted_loops import ANSWERS, TOOLS, answers_naming_subtasks, brain, respond, subtask_of  # noqa: F401

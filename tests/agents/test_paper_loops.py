@@ -10,7 +10,7 @@ from edit_agents.agents import roles
 from edit_agents.agents.cca import CCACast, CCASettings, Generator, run_cca, second_temperature
 from edit_agents.agents.imagagent import IMAGAgentCast, run_closed_loop
 from edit_agents.agents.records import (Critique, EditRequest, Feedback, Plan, Question, Subtask, ToolCall)
-from edit_agents.agents.rule_brain import RuleBrain
+from edit_agents.agents.rule_default import offline_brain as RuleBrain
 from edit_agents.tools import ToolRegistry, default_registry
 from edit_agents.tools.spec import Param, ToolSpec
 from llm_server import Reply

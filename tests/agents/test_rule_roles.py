@@ -16,7 +16,8 @@ from edit_agents.agents.quality.measure import measure
 from edit_agents.agents.records import (Candidate, Critique, EditRequest, Feedback, Plan, Question, Subtask, ToolCall,
                                        check_chain)
 from edit_agents.agents.roles import Where
-from edit_agents.agents.rule_brain import RuleBrain, adjust_params, initial_params
+from edit_agents.agents.rule_brain import adjust_params, initial_params
+from edit_agents.agents.rule_default import offline_brain as RuleBrain
 from edit_agents.agents.trace import Trace
 from edit_agents.tools import ToolCallError, default_registry
 from edit_agents.tools.models import ToolRuntime

@@ -8,7 +8,7 @@ import pytest
 
 from edit_agents.agents.brain import vision_of
 from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
-from edit_agents.agents.rule_brain import RuleBrain
+from edit_agents.agents.rule_default import offline_brain as RuleBrain
 from edit_agents.tools import default_registry
 from edit_agents.tools.models import ToolRuntime
 from llm_server import Reply

@@ -359,7 +359,7 @@ def test_a_vision_perceiver_that_fails_hands_over_to_the_rules_and_the_search_go
 
 def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(photos):
     from edit_agents.agents.photoagent.perceiver import BrainPerceiver
-    from edit_agents.agents.rule_brain import RuleBrain
+    from edit_agents.agents.rule_default import offline_brain as RuleBrain
 
     tools = default_registry().subset(categories=["classic"])
     perceiver = BrainPerceiver(RuleBrain(), tools, mood="warm and cosy")
@@ -396,7 +396,7 @@ def test_a_vision_perceiver_sees_the_whole_toolbox_and_its_repeats_on_a_path_are
 
 def test_rule_brain_serves_the_perceiver_offline_with_a_mood(photos):
     from edit_agents.agents.photoagent.perceiver import BrainPerceiver
-    from edit_agents.agents.rule_brain import RuleBrain
+    from edit_agents.agents.rule_default import offline_brain as RuleBrain
 
     tools = default_registry().subset(categories=["classic"])
     perceiver = BrainPerceiver(RuleBrain(), tools, mood="warm and cosy")

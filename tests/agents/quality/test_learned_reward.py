@@ -10,7 +10,7 @@ from edit_agents.agents.openai_brain import BrainConfig, OpenAIBrain
 from edit_agents.agents.quality.reward import COMPONENTS, Reward, RewardConfig, preset_weights
 
 BOTH = {k: max(preset_weights("offline")[k], preset_weights("paper")[k]) for k in COMPONENTS}
-from edit_agents.agents.rule_brain import RuleBrain
+from edit_agents.agents.rule_default import offline_brain as RuleBrain
 from edit_agents.tools.models import ToolRuntime
 from edit_agents.agents.brain import vision_of
 from edit_agents.tools.scorers import VLMScorer, learned_scorers, load_aesthetic_head
