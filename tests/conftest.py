@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import aiohttp
 import numpy as np
@@ -183,44 +185,51 @@ def built_for() -> Path:
     return CHECKPOINT_CACHE / CHECKPOINT_VERSION / f"comfyui-{load_script('setup').comfyui_version(find_comfyui())}"
 
 
+@contextmanager
+def built_alone(folder: Path) -> Iterator[None]:
+    """Held while a tiny model is looked for and built: the test workers (pytest-xdist) build each one once."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def tiny_checkpoint(name: str, in_channels: int) -> Path:
     """A tiny SD1.5-detected checkpoint built from ComfyUI's classes, cached outside the repository."""
-    import subprocess
-    import sys
-
-    from edit_agents.cli.server import find_comfyui
-
     path = built_for() / name
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        comfy_dir = find_comfyui()
-        partial = path.with_suffix(".partial")
-        subprocess.run([sys.executable, str(Path(__file__).parent / "support" / "build_tiny_checkpoint.py"), str(partial),
-                        "--in-channels", str(in_channels)], cwd=comfy_dir, env={**os.environ, "PYTHONPATH": str(comfy_dir)},
-                       check=True, capture_output=True, timeout=600)
-        partial.rename(path)
+    with built_alone(path.parent):
+        if not path.exists():
+            partial = path.with_suffix(".partial")
+            build_in_comfyui("build_tiny_checkpoint.py", str(partial), "--in-channels", str(in_channels))
+            partial.rename(path)
     return path
 
 
 def tiny_flux() -> tuple[Path, Path]:
     """A tiny FLUX-detected diffusion model and its 16-channel VAE, built from ComfyUI's classes, cached outside
     the repository (1 GB)."""
+    model, vae = (built_for() / n for n in ("tiny-flux-kontext.safetensors", "tiny-flux-vae.safetensors"))
+    with built_alone(model.parent):
+        if not (model.exists() and vae.exists()):
+            partial = [p.with_suffix(".partial") for p in (model, vae)]
+            build_in_comfyui("build_tiny_flux.py", *map(str, partial))
+            for done, path in zip(partial, (model, vae)):
+                done.rename(path)
+    return model, vae
+
+
+def build_in_comfyui(script: str, *args: str) -> None:
+    """Run tests/support/``script`` in ComfyUI's folder, with ComfyUI importable (it builds from its classes)."""
     import subprocess
     import sys
 
     from edit_agents.cli.server import find_comfyui
 
-    model, vae = (built_for() / n for n in ("tiny-flux-kontext.safetensors", "tiny-flux-vae.safetensors"))
-    if not (model.exists() and vae.exists()):
-        model.parent.mkdir(parents=True, exist_ok=True)
-        comfy_dir = find_comfyui()
-        partial = [p.with_suffix(".partial") for p in (model, vae)]
-        subprocess.run([sys.executable, str(Path(__file__).parent / "support" / "build_tiny_flux.py"), *map(str, partial)],
-                       cwd=comfy_dir, env={**os.environ, "PYTHONPATH": str(comfy_dir)}, check=True,
-                       capture_output=True, timeout=600)
-        for done, path in zip(partial, (model, vae)):
-            done.rename(path)
-    return model, vae
+    comfy_dir = find_comfyui()
+    subprocess.run([sys.executable, str(Path(__file__).parent / "support" / script), *args], cwd=comfy_dir,
+                   env={**os.environ, "PYTHONPATH": str(comfy_dir)}, check=True, capture_output=True, timeout=600)
 
 
 @pytest.fixture()
