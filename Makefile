@@ -3,7 +3,7 @@ PYTHON_BOOT ?= python3
 VENV ?= $(if $(EDIT_AGENTS_VENV),$(EDIT_AGENTS_VENV),.venv)
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-compat test-compat-run test-py313 test-py313-run test-fast check docs bench clean
+.PHONY: setup demo test coverage test-compat test-compat-run test-py313 test-py313-run test-fast check docs bench clean
 
 setup:
 	@$(PYTHON_BOOT) scripts/setup.py
@@ -17,17 +17,27 @@ demo: setup
 # install). Then the compatibility run: the server, workflow and browser tests again on the oldest supported
 # pair (ComfyUI 0.3.75 with frontend 1.32.9) that `make setup` prepared. Last the Python 3.13 run: the unit tests
 # and the offline workflow on a ComfyUI server under 3.13, which ComfyUI's portable build ships.
+#
+# Each run spreads the test modules over TEST_WORKERS processes (pytest-xdist, a module's tests on one worker, each
+# worker with its own ComfyUI server): 2 by default, the cores CI has; TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
+
 test: setup
-	@$(PY) -m pytest --cov=$(CURDIR) --cov-report=term:skip-covered $(PYTEST_ARGS)
+	@$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-compat-run
 	@$(MAKE) --no-print-directory test-py313-run
+
+# The main run with coverage (the pack's code in the tests' process, the CLI's and the servers' subprocesses).
+coverage: setup
+	@$(PY) -m pytest $(XDIST) --cov=$(CURDIR) --cov-report=term:skip-covered $(PYTEST_ARGS)
 
 test-compat: setup
 	@$(MAKE) --no-print-directory test-compat-run
 
 test-compat-run:
 	@if [ -n "$$EDIT_AGENTS_SKIP_COMPAT" ]; then echo "compatibility run skipped (EDIT_AGENTS_SKIP_COMPAT is set)"; \
-	else EDIT_AGENTS_TEST_RUN=compat $(PY) -m pytest -m "server or browser" -p no:cacheprovider $(COMPAT_ARGS) $(PYTEST_ARGS); fi
+	else EDIT_AGENTS_TEST_RUN=compat $(PY) -m pytest -m "server or browser" -p no:cacheprovider $(XDIST) $(COMPAT_ARGS) $(PYTEST_ARGS); fi
 
 # The Python 3.13 run, on the venv `make setup` made at .setup/py313 (PY313 in .setup/env; none when it found no
 # Python 3.13 or EDIT_AGENTS_SKIP_PY313 is set): the unit tests, then the offline workflow on the current ComfyUI
@@ -44,13 +54,13 @@ test-py313-run:
 	@if [ -z "$(PY313)" ]; then echo "Python 3.13 run skipped: .setup/env names no PY313 (make setup found no" \
 		"Python 3.13, or EDIT_AGENTS_SKIP_PY313 is set)"; \
 	else EDIT_AGENTS_TEST_RUN=py313 $(PY313) -m pytest -m "not server and not browser" -p no:cacheprovider \
-		$(PYTEST_ARGS); status=$$?; \
+		$(XDIST) $(PYTEST_ARGS); status=$$?; \
 	EDIT_AGENTS_TEST_RUN=py313 $(PY313) -m pytest -p no:cacheprovider $(PY313_SERVER_TESTS) $(PYTEST_ARGS) \
 		|| status=1; exit $$status; fi
 
 # Unit tests only (no ComfyUI server, no browser).
 test-fast: setup
-	@$(PY) -m pytest -m "not server and not browser" $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not server and not browser" $(XDIST) $(PYTEST_ARGS)
 
 # Only the ecosystem's checks and the fresh-install run of the shipped workflows.
 check: setup

@@ -1,6 +1,6 @@
 """Learned reward components: aesthetic predictor, CLIP similarity, ImageReward, VLM score.
 
-Each is a ``LearnedScorer`` (as agents/reward.py reads them): ``unavailable()`` says why it cannot run here
+Each is a ``LearnedScorer`` (as agents/quality/reward.py reads them): ``unavailable()`` says why it cannot run here
 (missing weights, package or brain) without loading anything, so the reward can skip it with a
 note and renormalise the other weights; ``measure()`` loads the model once through the runtime
 and rates an image. Model output is a number, never code.

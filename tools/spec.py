@@ -92,7 +92,7 @@ class Vision(Protocol):
 
 @dataclass(frozen=True)
 class Moves:
-    """What a tool changes that a rule critic can measure: one of the metrics of ``agents/metrics.py``, which way
+    """What a tool changes that a rule critic can measure: one of the metrics of ``agents/quality/metrics.py``, which way
     it goes when a request asks for more of the tool, and whether the request's wording ("darker", "less")
     turns it around (an auto white balance only ever lowers the cast)."""
 
@@ -132,7 +132,7 @@ class ToolSpec:
     # each output pixel is a function of that pixel alone (what the tool measures on the whole photo pinned): a tone or
     # colour curve. A curve removes none of the distortion the no-reference quality scores read (blur, noise, blocks)
     # though it moves them, so PhotoAgent holds a curve's result to the readings of the photo without it
-    # (agents/reward.Reward.score's ``held_readings``)
+    # (agents/quality/reward.Reward.score's ``held_readings``)
     pointwise: bool = False
     # tools that would work against this one's result, so a plan does not follow it with them (a sharpen or a
     # deconvolution after a deblock brings the blocks back and reads the lost detail as blur)
@@ -141,7 +141,7 @@ class ToolSpec:
     # A restoration's model of the defect it removes, applied to its result with the same (clean, scaled) params:
     # the photo it says it started from (a deconvolution's kernel blurs again). PhotoAgent's reward compares that
     # with the input beside the result itself, so the detail a restoration brings back is charged only a quarter as a
-    # change of content (agents/reward.preserved). None when the params do not fix the model.
+    # change of content (agents/quality/reward.preserved). None when the params do not fix the model.
     forward: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray | None] | None = field(default=None, compare=False,
                                                                                       repr=False)
 

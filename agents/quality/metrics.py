@@ -3,7 +3,7 @@ how a request phrases it), and the statistics that read them (tone and colour on
 the JPEG grid and BRISQUE/NIQE on native-resolution crops, structure similarity between two images).
 
 The reward bands them (``reward.py``), the perceiver finds defects in them (``defects/``, walked by
-``agents/photoagent/perceiver.py``), the rule brain phrases and checks requests with them (``agents/rule_brain.py``,
+``agents/photoagent/perceiver.py``), the rule brain phrases and checks requests with them (``agents/rule_brain/``,
 ``measure.py``).
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ from .kernels import sampled_gaussian, sobel
 from .resample import resize_longest
 from .tiles import per_plane
 
-# px: global readings of a photo (its light; the perceiver's tone and colour statistics, agents/metrics.py) are made on
+# px: global readings of a photo (its light; the perceiver's tone and colour statistics, agents/quality/metrics.py) are made on
 # a copy at most this long: the same reading whatever the size of the photo or of the search's copy of it, and cheap
 # (a white balance of a 12 MP photo read its light on every pixel: 0.6 GB of planes and most of a second)
 STATISTICS_SIDE = 256

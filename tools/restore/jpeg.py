@@ -1,7 +1,7 @@
 """A JPEG's traces and their removal: the 8x8 grid's visibility (``blockiness``, ``grid_step``), the rounding the
 codec left (``jpeg_error``: the quality it was saved at, and the error), and the ``deblock`` tool.
 
-The perceiver and the readings (agents/metrics) read the grid measures; deconvolve and fix_fringes ask
+The perceiver and the readings (agents/quality/metrics) read the grid measures; deconvolve and fix_fringes ask
 ``jpeg_error``.
 """
 from __future__ import annotations
