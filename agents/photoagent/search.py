@@ -183,7 +183,9 @@ class _Search:
             calls = self.cache.path_calls.get(key, ())
             seen = model_reading(self.tools, self.kept + calls, state.preview, state.scale)
             held = self.scorer.holds(self.tools, calls, self.cache.statistics.get(self.root_key, {}))
-            known = self.cache.statistics.get(key) or self.carried(key)
+            # what was read on the state already is not read again: its statistics (the perceiver's) and, where
+            # readings_without read it for a state with curves, its quality readings
+            known = {**(self.cache.statistics.get(key) or self.carried(key)), **self.cache.readings.get(key, {})}
             held_readings = {"held_readings": self.readings_without(without_curves(self.tools, calls))} if held else {}
             score = self.scorer.reward.score(state.preview, self.original, crops=state.crops, known=known, **seen,
                                              **self.scorer.pool(self.pool), **held_readings)
