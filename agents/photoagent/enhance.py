@@ -19,7 +19,7 @@ import numpy as np
 from ...tools.imageops import resize_longest
 from ...tools.spec import ToolRegistry
 from .frame import not_judged, note_frame, photo_in_frame, put_back
-from .improve import Progress, failed_call, photo_tones, rescore_best
+from .improve import Progress, failed_call, photo_tones, rescore_best, run_steps
 from .perceiver import RulePerceiver
 from .scorer import Scorer, model_reading, photo_levels, through_forward_models  # noqa: F401 (public)
 from ..records import ToolCall
@@ -101,16 +101,8 @@ class _Greedy:
         self.came = photo_tones(score.raw)  # its own tonal span and floor, for the perceiver
         trace.add("reward", agent, "score the input", started=t0, scores=score.as_dict(), preview=image,
                   outputs={"statistics": {k: round(v, 4) for k, v in score.raw.items()}})
-        why_not = not_judged(image, self.perceiver, self.scorer)
-        if why_not:
-            trace.add("loop", agent, f"stop: {why_not}: left as it is", round=0)
-        for step in range(0 if why_not else s.max_steps):
-            if self.should_stop:
-                self.should_stop()
-            if on_step:
-                on_step(step, s.max_steps, f"step {step + 1}/{s.max_steps}: perceiving")
-            if self.step(step):
-                break
+        run_steps(trace, agent, not_judged(image, self.perceiver, self.scorer), s.max_steps, self.step, on_step,
+                  "perceiving", self.should_stop)
         progress = self.progress
         trace.summary = {"steps": len(progress.actions), "actions": [a.as_dict() for a in progress.actions],
                          "score_before": round(score.total, 5), "score_after": round(progress.score.total, 5),

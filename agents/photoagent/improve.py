@@ -76,6 +76,23 @@ class Progress:
         return self.stale >= patience
 
 
+def run_steps(trace: Trace, agent: str, why_not: str | None, max_steps: int, step: Callable[[int], bool],
+              on_step: Callable[[int, int, str], None] | None, doing: str,
+              should_stop: Callable[[], None] | None = None) -> None:
+    """The loop both planners run: ``step`` after ``step`` (each says whether the loop ends) up to ``max_steps``, none
+    where the photo cannot be judged (``why_not``, said in the trace); ``on_step`` told what each step is ``doing``;
+    ``should_stop`` (which may raise) asked before each step, for a loop that does not ask it within its steps."""
+    if why_not:
+        trace.add("loop", agent, f"stop: {why_not}: left as it is", round=0)
+    for n in range(0 if why_not else max_steps):
+        if should_stop:
+            should_stop()
+        if on_step:
+            on_step(n, max_steps, f"step {n + 1}/{max_steps}: {doing}")
+        if step(n):
+            break
+
+
 def rescore_best(tools: ToolRegistry, scorer: Scorer, calls: list[tuple[ToolCall, str]], current: np.ndarray,
                  original: np.ndarray, trace: Trace, agent: str, step: int,
                  should_stop: Callable[[], None] | None = None, kept: tuple[ToolCall, ...] = (),

@@ -31,7 +31,7 @@ from ...tools.spec import ToolRegistry
 from .budget import Budget
 from .cache import StateCache
 from .frame import not_judged, note_frame, photo_in_frame, put_back
-from .improve import Progress, photo_tones, rescore_best, rescore_sequence
+from .improve import Progress, photo_tones, rescore_best, rescore_sequence, run_steps
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
 from .scorer import Scorer, model_reading, photo_levels, without_curves
 from .state import State, apply_call, crops_alone, crops_edited, crops_following, root_state  # noqa: F401 (public)
@@ -359,14 +359,9 @@ class _Planner:
                   inputs={"ensemble": reward.describe() if hasattr(reward, "describe") else type(reward).__name__,
                           "scoring_text": getattr(reward, "scoring_text", "")})
         note_frame(trace, agent, frame, image)
-        why_not = not_judged(image, self.perceiver, self.scorer)
-        if why_not:
-            trace.add("loop", agent, f"stop: {why_not}: left as it is", round=0)
-        for step in range(0 if why_not else self.s.max_steps):
-            if on_step:
-                on_step(step, self.s.max_steps, f"step {step + 1}/{self.s.max_steps}: searching")
-            if self.step(step):
-                break
+        # should_stop is asked within the search, between its simulations
+        run_steps(trace, agent, not_judged(image, self.perceiver, self.scorer), self.s.max_steps, self.step, on_step,
+                  "searching")
         return self.result(score.total)
 
     def step(self, step: int) -> bool:
