@@ -115,7 +115,7 @@ class _Search:
         """The perceiver's actions for a state, asked once and cached by the state's key."""
         if key not in self.perceptions:
             stats = self.cache.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
-                                                            known=self.carried(key))
+                                                                  known=self.carried(key))
             if key == self.root_key and self.tones is None:  # the photo as it came (photo_levels, photo_tones)
                 self.levels, self.tones = stats.get("level_step"), photo_tones(stats)
             stats = {**stats, **(self.tones or {})}
@@ -134,7 +134,8 @@ class _Search:
             actions = [n for n in self.tools.names() if self.tools.get(n).stands_alone]  # edits on their own
             offered = actions if self.expensive else [n for n in actions if n not in used]
             # the rule perceiver reads the step's one kernel estimate instead of estimating one per state
-            extra = {"kernel": lambda: self.photo_kernel(state.crops)} if isinstance(self.perceiver, RulePerceiver) else {}
+            rules = isinstance(self.perceiver, RulePerceiver)
+            extra = {"kernel": lambda: self.photo_kernel(state.crops)} if rules else {}
             seen = self.perceiver.perceive(stats, self.s.branching, offered, image=state.preview,
                                            memory=tuple(self.memory), crops=state.crops, **extra)
             self.perceptions[key] = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
@@ -154,8 +155,8 @@ class _Search:
         """What a state shares with this step's photo, not read again: the lens's colour fringes, which no classic
         edit moves but one that moves pixels (ToolSpec.moves_pixels: fix_fringes, a crop or a rotation; read on
         every state, they cost about 6 ms each, whatever the copy's size: a fifth of a new state at 1/4 resolution);
-        and posterisation, read on the photo as it came until an edit fills its levels in (enhance.photo_levels)."""
-        out = photo_levels(self.levels, self.kept + self.cache.path_calls.get(key, ()))  # posterisation: the photo's own
+        and posterisation, read on the photo as it came until an edit fills its levels in (scorer.photo_levels)."""
+        out = photo_levels(self.levels, self.kept + self.cache.path_calls.get(key, ()))  # posterisation: the photo's
         root = self.cache.statistics.get(self.root_key)
         if root is None or key == self.root_key or "fringes" not in root:
             return out
@@ -243,8 +244,8 @@ class _Search:
         # cache keys start from the root state itself, so a later step (a new root) never reuses
         # results computed from an earlier one, while identical states share them
         # ... and the reward's scoring text is part of every key: a state is scored against that one text
-        root = TreeNode(root_state, 0, (hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20],
-                                        getattr(self.scorer.reward, "scoring_text", "")))
+        photo = hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20]
+        root = TreeNode(root_state, 0, (photo, getattr(self.scorer.reward, "scoring_text", "")))
         self.root_key = root.key  # the photo as it came to this step (its statistics: the perceiver's reference)
         self.root_state = root_state
         self.kernel, self.kernel_known = None, False  # a kept edit (a deconvolution) may have changed it
@@ -282,7 +283,8 @@ class _Search:
         call = node.untried.pop(self.rng.randrange(len(node.untried)))  # untried actions in random order
         key, state = self.cache.apply(node.key, node.state, call)
         if state is None:
-            node.children.append(TreeNode(node.state, node.depth + 1, key, call, failed=self.cache.failures[call.key()]))
+            failed = self.cache.failures[call.key()]
+            node.children.append(TreeNode(node.state, node.depth + 1, key, call, failed=failed))
             node.untried = self.cache.runnable(node.untried)
             return node, path
         child = TreeNode(state, node.depth + 1, key, call)
@@ -368,7 +370,8 @@ class _Planner:
         """One step: search from the current photo, re-check its winners, keep or revert; whether the loop ends."""
         search, trace, agent = self.search, self.trace, self.agent
         t = time.perf_counter()
-        sims_before, hits_before, tokens_before = search.simulations, search.cache.hits, _reward_tokens(self.scorer.reward)
+        sims_before, hits_before = search.simulations, search.cache.hits
+        tokens_before = _reward_tokens(self.scorer.reward)
         with torch_threads(1 if self.pool is not None else None):  # the spare thread has the other core
             root = search.run(root_state(self.progress.current, self.s.preview_side), self.should_stop)
         searched = time.perf_counter() - t  # the search alone: the tree view's thumbnails below are no simulations
@@ -404,8 +407,8 @@ class _Planner:
         tree = root.as_dict()
         self.trees.append(tree)
         trace.add("perceiver", agent, f"scene: {seen.scene if seen else 'unknown'}; {len(root.proposals)} action(s) "
-                                      "proposed" + ("" if root.proposals else ": no clear defect"), started=t, round=step,
-                  outputs=seen.as_dict() if seen else {"actions": []})
+                                      "proposed" + ("" if root.proposals else ": no clear defect"), started=t,
+                  round=step, outputs=seen.as_dict() if seen else {"actions": []})
         trace.add("planner", agent, f"MCTS: {search.simulations - sims_before} simulations, "
                                     f"{search.cache.hits - hits_before} cache hits", started=t, round=step,
                   outputs={"tree": tree, "proposals": [c.as_dict() for c in root.proposals or []],
@@ -446,8 +449,8 @@ class _Planner:
                 child["chosen"] = "kept" if kept else "reverted"
         sequence = {"sequence": [call.as_dict() for call, _ in chosen]} if len(chosen) > 1 else {}
         if not kept:
-            trace.add("loop", agent, f"revert: best {label} gains {gain:+.4f}", round=step, scores={"gain": round(gain, 5)},
-                      tokens=_reward_tokens(self.scorer.reward) - tokens_before,
+            trace.add("loop", agent, f"revert: best {label} gains {gain:+.4f}", round=step,
+                      scores={"gain": round(gain, 5)}, tokens=_reward_tokens(self.scorer.reward) - tokens_before,
                       outputs={"chosen": chosen[0][0].label()} | sequence)
             return progress.no_gain(trace, agent, step, self.s.patience)
         progress.keep(self.scorer, self.tools, score, chosen)
