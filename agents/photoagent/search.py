@@ -11,9 +11,9 @@ best becomes the new state only if it beats the current one (else revert). Stops
 the search prefers to stop, or after ``patience`` steps without improvement.
 
 The pieces: the search state and how an edit is made to it (``state``), the tree with UCT, selection and backup
-(``tree``), the states made and what was read on them (``cache``), a step's time and perceiver budget (``budget``),
-the reward with its held readings (``scorer``), and the improve loop's full-resolution check and patience
-(``improve``), which the greedy ``enhance`` shares.
+(``tree``), the states made and what was read on them (``cache``), the perceiver's proposals per state
+(``proposals``), a step's time and perceiver budget (``budget``), the reward with its held readings (``scorer``),
+and the improve loop's full-resolution check and patience (``improve``), which the greedy ``enhance`` shares.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import hashlib
 import math
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -31,14 +31,15 @@ from ...tools.spec import ToolRegistry
 from .budget import Budget
 from .cache import StateCache
 from .frame import not_judged, note_frame, photo_in_frame, put_back
-from .improve import Progress, photo_tones, rescore_best, rescore_sequence, run_steps
+from .improve import Progress, rescore_best, rescore_sequence, run_steps
 from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver, estimate_kernel
-from .scorer import Scorer, model_reading, photo_levels, without_curves
+from .proposals import Proposals
+from .scorer import Scorer, model_reading, without_curves
 from .state import State, apply_call, crops_alone, crops_edited, crops_following, root_state  # noqa: F401 (public)
 from .tree import STOP, Spread, TreeNode, backup, open_leaf, select
 from ..records import ToolCall
 from ..reward import ClassicReward, spare_thread, torch_threads
-from ..metrics import HELD_READINGS, image_statistics, quality_readings
+from ..metrics import HELD_READINGS, quality_readings
 from ..trace import Trace
 
 
@@ -81,65 +82,23 @@ class MCTSResult:
 
 
 class _Search:
-    """One photo's tree search, step after step: the perceiver's proposals per state, the rollouts and their rewards."""
+    """One photo's tree search, step after step: its simulations, the rewards of their states, the best rollout."""
 
     def __init__(self, tools, scorer: Scorer, perceiver, settings, original_preview, rng, pool=None,
                  trace: Trace | None = None, agent: str = "photoagent"):
-        self.tools, self.scorer, self.perceiver, self.s = tools, scorer, perceiver, settings
+        self.tools, self.scorer, self.s = tools, scorer, settings
         self.pool = pool  # a spare thread (spare_thread) for statistics and crop edits beside the others
         self.original = original_preview
         self.rng = rng
         self.cache = StateCache(tools, pool, trace, agent)
         self.budget = Budget(settings.time_budget_s, settings.perceiver_calls)
-        self.perceptions: dict[tuple, Perception] = {}
-        self.kept: tuple[ToolCall, ...] = ()  # the edits kept in earlier steps: the root is the photo after them
+        self.proposals = Proposals(perceiver, tools, self.cache, self.budget, settings.branching, self.photo_kernel)
         self.simulations = 0
-        self.expensive = getattr(perceiver, "expensive", False)  # a vision brain: asked within a budget
-        self.memory: list[Memory] = []  # executed actions and their outcomes, for the perceiver
         self.spread = Spread()  # the rewards seen this step, for UCT's normalisation
         self.best_rollout: tuple[float, list[ToolCall]] = (-math.inf, [])  # this step's best G(s_T) and its edits
-        self.barred: frozenset[str] = frozenset()  # tools that work against an edit kept in an earlier step
-        self.root_key: tuple = ()  # the key of this step's root, set by run
         self.root_state: State | None = None
         self.kernel: dict | None = None  # the photo's blur kernel this step, once estimated (photo_kernel)
         self.kernel_known = False
-        self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
-        self.tones: dict[str, float] | None = None  # the photo's own tones (improve.photo_tones), from the same root
-
-    def conflicts_of(self, used) -> frozenset[str]:
-        """The tools that work against any of ``used`` (ToolSpec.conflicts)."""
-        names = set(self.tools.names())
-        return frozenset(c for tool in used if tool in names for c in self.tools.get(tool).conflicts)
-
-    def _perception(self, key: tuple, state: State) -> list[ToolCall]:
-        """The perceiver's actions for a state, asked once and cached by the state's key."""
-        if key not in self.perceptions:
-            stats = self.cache.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
-                                                                  known=self.carried(key))
-            if key == self.root_key and self.tones is None:  # the photo as it came (photo_levels, photo_tones)
-                self.levels, self.tones = stats.get("level_step"), photo_tones(stats)
-            stats = {**stats, **(self.tones or {})}
-            root = self.cache.statistics.get(self.root_key)
-            if root is not None and key != self.root_key:
-                # how bright the photo came: a state the search darkened itself is no under-exposed photo
-                stats = {**stats, "photo_white_level": root["white_level"],
-                         "photo_channel_white": root.get("channel_white", 0.0)}
-            # a plan applies each tool once, at the strength it chose: repeating one on the same path
-            # (sharpen after sharpen) only overshoots what one stronger proposal does
-            used = self.cache.path_tools.get(key, frozenset())
-            # nor what works against an edit on the way here or kept in an earlier step (ToolSpec.conflicts)
-            used = used | self.barred | self.conflicts_of(used)
-            # the rules fill their proposals from the tools not used yet; a model is offered the same toolbox
-            # everywhere (its schema never changes) and its repeats are dropped after it answers
-            actions = [n for n in self.tools.names() if self.tools.get(n).stands_alone]  # edits on their own
-            offered = actions if self.expensive else [n for n in actions if n not in used]
-            # the rule perceiver reads the step's one kernel estimate instead of estimating one per state
-            rules = isinstance(self.perceiver, RulePerceiver)
-            extra = {"kernel": lambda: self.photo_kernel(state.crops)} if rules else {}
-            seen = self.perceiver.perceive(stats, self.s.branching, offered, image=state.preview,
-                                           memory=tuple(self.memory), crops=state.crops, **extra)
-            self.perceptions[key] = replace(seen, actions=tuple(a for a in seen.actions if a.tool not in used))
-        return self.cache.runnable(self.perceptions[key].actions)
 
     def photo_kernel(self, crops) -> dict | None:
         """The blur kernel of the photo, estimated once per step, on the first state the perceiver asks it for (the
@@ -151,42 +110,17 @@ class _Search:
             self.kernel, self.kernel_known = estimate_kernel(crops), True
         return self.kernel
 
-    def carried(self, key: tuple) -> dict[str, float]:
-        """What a state shares with this step's photo, not read again: the lens's colour fringes, which no classic
-        edit moves but one that moves pixels (ToolSpec.moves_pixels: fix_fringes, a crop or a rotation; read on
-        every state, they cost about 6 ms each, whatever the copy's size: a fifth of a new state at 1/4 resolution);
-        and posterisation, read on the photo as it came until an edit fills its levels in (scorer.photo_levels)."""
-        out = photo_levels(self.levels, self.kept + self.cache.path_calls.get(key, ()))  # posterisation: the photo's
-        root = self.cache.statistics.get(self.root_key)
-        if root is None or key == self.root_key or "fringes" not in root:
-            return out
-        names = self.tools.names()
-        for name in self.cache.path_tools.get(key, ()):
-            if name not in names or self.tools.get(name).category != "classic" or self.tools.get(name).moves_pixels:
-                return out
-        return {**out, "fringes": root["fringes"]}
-
-    def perceive(self, node: TreeNode, parent: TreeNode | None) -> list[ToolCall]:
-        """The proposals for a newly expanded tree state; an expensive perceiver within its per-step budget."""
-        if self.expensive and node.key not in self.perceptions:
-            if self.budget.spent() and parent is not None:
-                # over budget: reuse the nearest asked ancestor's, without the tools used on the way here
-                used = self.cache.path_tools.get(node.key, frozenset())
-                return self.cache.runnable(c for c in parent.proposals or [] if c.tool not in used)
-            self.budget.calls += 1
-        return self._perception(node.key, node.state)
-
     def value(self, key: tuple, state: State) -> float:
         """G of a state: the reward against its one scoring text (the mood, or a fixed generic text), the same for
         every state of the search and for the full-resolution check."""
         key = tuple(k for k in key if k != STOP.key())  # stopping changes nothing
         if key not in self.cache.scores:
             calls = self.cache.path_calls.get(key, ())
-            seen = model_reading(self.tools, self.kept + calls, state.preview, state.scale)
-            held = self.scorer.holds(self.tools, calls, self.cache.statistics.get(self.root_key, {}))
+            seen = model_reading(self.tools, self.proposals.kept + calls, state.preview, state.scale)
+            held = self.scorer.holds(self.tools, calls, self.cache.statistics.get(self.proposals.root_key, {}))
             # what was read on the state already is not read again: its statistics (the perceiver's) and, where
             # readings_without read it for a state with curves, its quality readings
-            known = {**(self.cache.statistics.get(key) or self.carried(key)), **self.cache.readings.get(key, {})}
+            known = {**(self.cache.statistics.get(key) or self.proposals.carried(key)), **self.cache.readings.get(key, {})}
             held_readings = {"held_readings": self.readings_without(without_curves(self.tools, calls))} if held else {}
             score = self.scorer.reward.score(state.preview, self.original, crops=state.crops, known=known, **seen,
                                              **self.scorer.pool(self.pool), **held_readings)
@@ -200,7 +134,7 @@ class _Search:
         curves) lead to from this step's root: what a state with the curves is held to (Reward.score's held_readings).
         They are read on the texture crops alone, so a state the search has not made needs only its crops: the last
         edit is made to them, with what the tool measures read on the state before, as the search makes a state."""
-        key, state = self.root_key, self.root_state
+        key, state = self.proposals.root_key, self.root_state
         for call in calls[:-1]:
             key, state = self.cache.apply(key, state, call)
             if state is None:  # its tool failed here: nothing to hold the state to
@@ -229,15 +163,8 @@ class _Search:
 
     def expand(self, node: TreeNode, parent: TreeNode | None) -> None:
         """Ask for a new tree state's proposals (none for a terminal or failed one); they and "stop" are untried."""
-        node.proposals = [] if node.terminal or node.failed else self.perceive(node, parent)
+        node.proposals = [] if node.terminal or node.failed else self.proposals.for_node(node, parent)
         node.untried = list(node.proposals) + ([STOP] if node.proposals else [])
-
-    def _rollout_options(self, key: tuple, state: State, inherited: list[ToolCall]) -> list[ToolCall]:
-        """The actions a rollout may take from a state it reached: the state's own proposals."""
-        if self.expensive:
-            return inherited  # a vision brain is asked for tree states only (its budget), not for rollouts
-        return self._perception(key, state)
-
 
     def run(self, root_state: State, should_stop) -> TreeNode:
         """One step's search from ``root_state``: up to ``simulations`` simulations within the step's time; its tree."""
@@ -246,7 +173,7 @@ class _Search:
         # ... and the reward's scoring text is part of every key: a state is scored against that one text
         photo = hashlib.sha1(np.ascontiguousarray(root_state.preview).tobytes()).hexdigest()[:20]
         root = TreeNode(root_state, 0, (photo, getattr(self.scorer.reward, "scoring_text", "")))
-        self.root_key = root.key  # the photo as it came to this step (its statistics: the perceiver's reference)
+        self.proposals.root_key = root.key  # the photo as it came to this step (its statistics: the perceiver's)
         self.root_state = root_state
         self.kernel, self.kernel_known = None, False  # a kept edit (a deconvolution) may have changed it
         self.spread, self.best_rollout = Spread(), (-math.inf, [])
@@ -299,7 +226,7 @@ class _Search:
         edits = [n.action for n in path[1:] if n.action is not STOP]
         for level in range(node.depth, self.s.depth):
             if level > node.depth:  # the proposals of the state reached (not of the rollout's last state)
-                options = self._rollout_options(key, state, options)
+                options = self.proposals.for_rollout(key, state, options)
             options = self.cache.runnable(options)
             if not options:
                 break
@@ -390,7 +317,7 @@ class _Planner:
                                      f"{ranked[0].visits} of {root.visits} visits on 'stop')"):
                 return True
             if len(ranked) > 1:  # the runner-up is set aside, so the next step looks at something else
-                search.memory.append(Memory(ranked[1].action, 0.0, False))
+                search.proposals.memory.append(Memory(ranked[1].action, 0.0, False))
             return False
         best = self.choose([c for c in ranked if not c.terminal][:self.s.top_k], step)
         if best is None:  # every winner failed at full resolution: nothing to keep from this step
@@ -401,7 +328,7 @@ class _Planner:
     def report(self, root: TreeNode, step: int, t: float, searched: float, sims_before: int, hits_before: int) -> dict:
         """The step's perception and tree, said in the trace; the tree (as_dict) for the tree view."""
         search, trace, agent = self.search, self.trace, self.agent
-        seen = search.perceptions.get(root.key)
+        seen = search.proposals.perceptions.get(root.key)
         if seen is not None:
             self.perceptions.append(seen)
         tree = root.as_dict()
@@ -412,7 +339,7 @@ class _Planner:
         trace.add("planner", agent, f"MCTS: {search.simulations - sims_before} simulations, "
                                     f"{search.cache.hits - hits_before} cache hits", started=t, round=step,
                   outputs={"tree": tree, "proposals": [c.as_dict() for c in root.proposals or []],
-                           "memory": [m.line() for m in search.memory],
+                           "memory": [m.line() for m in search.proposals.memory],
                            "perceiver_calls": search.budget.calls, "search_s": round(searched, 4)})
         return tree
 
@@ -422,7 +349,7 @@ class _Planner:
         progress, kept = self.progress, tuple(self.progress.actions)
         where = (self.trace, self.agent, step, self.should_stop)
         best = rescore_best(self.tools, self.scorer, [(c.action, f" (visits {c.visits})") for c in edits],
-                            progress.current, self.image, *where, kept=kept, levels=self.search.levels,
+                            progress.current, self.image, *where, kept=kept, levels=self.search.proposals.levels,
                             readings=progress.score.raw)
         if best is None:
             return None
@@ -432,7 +359,7 @@ class _Planner:
         plan = self.search.best_rollout[1]
         if len(plan) >= 2:
             sequence = rescore_sequence(self.tools, self.scorer, plan, progress.current, self.image, *where, kept=kept,
-                                        levels=self.search.levels, readings=progress.score.raw)
+                                        levels=self.search.proposals.levels, readings=progress.score.raw)
             if sequence is not None and sequence[0].total > score.total:
                 score, chosen = sequence
         return score, chosen
@@ -443,7 +370,7 @@ class _Planner:
         gain = score.total - progress.score.total
         label = " -> ".join(call.label() for call, _ in chosen)
         kept = gain > self.s.min_gain
-        search.memory.extend(Memory(call, gain, kept) for call, _ in chosen)
+        search.proposals.memory.extend(Memory(call, gain, kept) for call, _ in chosen)
         for child in tree.get("children", []):  # the chosen path, for the tree view
             if child["action"] == chosen[0][0].label():
                 child["chosen"] = "kept" if kept else "reverted"
@@ -454,8 +381,9 @@ class _Planner:
                       outputs={"chosen": chosen[0][0].label()} | sequence)
             return progress.no_gain(trace, agent, step, self.s.patience)
         progress.keep(self.scorer, self.tools, score, chosen)
-        search.barred |= search.conflicts_of({call.tool for call, _ in chosen})
-        search.kept = tuple(progress.actions)
+        proposals = search.proposals
+        proposals.barred |= proposals.conflicts_of({call.tool for call, _ in chosen})
+        proposals.kept = tuple(progress.actions)
         trace.add("loop", agent, f"accept {label}", round=step,
                   outputs={"action": chosen[0][0].as_dict(), "chosen": chosen[0][0].label(),  # the tree's child
                            "reward": progress.score.report()} | sequence,
