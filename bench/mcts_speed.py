@@ -1,7 +1,8 @@
 """Benchmark (issues 6 and 13): MCTS speed, low-resolution ranking agreement, and a 12-megapixel run.
 
 1. Wall time and peak memory of 3 steps x 20 simulations on a 12-megapixel photo (4000x3000); 4: the same on a
-   12-megapixel photo under a warm light (a white balance kept).
+   12-megapixel photo under a warm light (a white balance kept). Both say where the time goes: each reading (which
+   metric or estimator), the edits and the reward, with their calls, calls per search state and seconds.
 2. Simulations per second with the search copy at full, 1/2 and 1/4 resolution (classic tools, the
    offline reward), on a 2048 px photo that is dark, noisy and warm, so the tree stays wide.
 3. Agreement between reward rankings of the same candidate edits scored as the search scores them
@@ -19,6 +20,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +34,103 @@ from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_
 from edit_agents.agents.photoagent.perceiver import RulePerceiver
 from edit_agents.agents.quality.reward import ClassicReward
 from edit_agents.agents.quality.metrics import image_statistics
+from edit_agents.agents.quality import iqa, metrics, reward as reward_module
+from edit_agents.agents.photoagent import cache, scorer, search, state, tree
 from edit_agents.tools import default_registry
+from edit_agents.tools import imageops
+from edit_agents.tools.spec import ToolRegistry
 from edit_agents.tools.imageops import resize
 
 TOOLS = default_registry().subset(categories=["classic"])
 MIN_SEQUENCES = 8  # fewer candidates than this make a rank correlation meaningless
 REWARD = ClassicReward()
+
+
+TOOL_LABEL = "every tool call (search states and full resolution)"
+TOOL_CALL = ToolRegistry.__dict__["call"]
+FULL_SIZE = 1_000_000  # array elements: an image this large is the photo itself, not a search state's copy or crop
+# What a search step reads, as (label, module, attribute): each is timed where the search looks it up. An indented
+# label is a part of the unindented one above it (its seconds are counted in both).
+READINGS = (
+    ("reward.score (whole)", reward_module.Reward, "score"),
+    ("  global statistics (tone, colour)", metrics, "global_statistics"),
+    ("    illuminant estimate", metrics, "illuminant_estimate"),
+    ("    neutral evidence", metrics, "neutral_evidence"),
+    ("    lens fringes", metrics, "fringe_scales"),
+    ("    dark channel", metrics, "patch_minimum"),
+    ("  texture crops' readings", metrics, "crop_readings"),
+    ("    noise sigma", metrics, "_noise_sigmas"),
+    ("    sharpness", metrics, "_sharpnesses"),
+    ("    chroma noise", metrics, "_chroma_noise"),
+    ("    chroma blotches", metrics, "_chroma_blotches"),
+    ("    posterisation (level step)", metrics, "level_step"),
+    ("    impulses", metrics, "impulse_share"),
+    ("    JPEG grid (also quality_readings)", metrics, "grid_measures"),
+    ("  row banding", metrics, "banding_sigma"),
+    ("  BRISQUE", iqa, "brisque"),
+    ("  NIQE", iqa, "niqe"),
+    ("  preservation (SSIM)", reward_module, "structure_similarity"),
+    ("held readings (search.readings_without)", search, "quality_readings"),
+    ("held readings of a sequence (state.readings_after)", state, "quality_readings"),
+    ("kept photo's readings (scorer.as_it_is)", scorer, "quality_readings"),
+    ("restorations' forward models", scorer, "through_forward_models"),
+    ("blur kernel estimate", search, "estimate_kernel"),
+    ("rule perceiver (whole)", RulePerceiver, "perceive"),
+    ("edits on search states (apply_call)", cache, "apply_call"),
+    ("  crops edited with a state", state, "crops_edited"),
+    ("tree view thumbnails", tree, "thumbnail_data_url"),
+    ("trace previews' thumbnails", imageops, "thumbnail_data_url"),
+    (TOOL_LABEL, ToolRegistry, "call"),
+    ("a step's root state (copy and crops)", search, "root_state"),
+    ("the frame around the photo", search, "photo_in_frame"),
+)
+
+
+class Readings:
+    """Calls and seconds of each of READINGS while the block runs (summed over the search's two threads), put back
+    as they were after it."""
+
+    def __init__(self):
+        self.calls: Counter = Counter()
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.originals: list = []
+
+    def __enter__(self) -> "Readings":
+        for label, owner, name in READINGS:
+            fn = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+            self.originals.append((owner, name, fn))
+            setattr(owner, name, self._timed(label, fn))
+        return self
+
+    def _timed(self, label: str, fn):
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.calls[label] += 1
+                self.seconds[label] += time.perf_counter() - t
+                if fn is TOOL_CALL:  # each tool, on a search state or at full resolution (the photo's own size)
+                    where = "full resolution" if np.asarray(args[2]).size >= FULL_SIZE else "search states"
+                    self.calls[f"  {args[1]} ({where})"] += 1
+                    self.seconds[f"  {args[1]} ({where})"] += time.perf_counter() - t
+        return timed
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, fn in reversed(self.originals):
+            setattr(owner, name, fn)
+
+    def report(self, states: int, wall: float) -> None:
+        """Each reading's calls, calls per search state (``states``: the states the search made, roots included) and
+        seconds, in READINGS' order."""
+        print(f"   where the time goes ({wall:.1f} s wall; {states} search states; seconds summed over both threads):")
+        tools = sorted((k for k in self.calls if k.startswith("  ") and k.endswith(")") and " (" in k
+                        and k not in {label for label, _, _ in READINGS}), key=lambda k: -self.seconds[k])
+        for label, _, _ in READINGS:
+            for line in [label] + (tools if label == TOOL_LABEL else []):
+                if self.calls[line]:
+                    print(f"   {line:<52} {self.calls[line]:5d} calls {self.calls[line] / states:6.2f}/state "
+                          f"{self.seconds[line]:7.2f} s")
 
 
 def photo(width: int, height: int, name: str = "chelsea", dim: float = 0.55) -> np.ndarray:
@@ -127,8 +220,9 @@ def twelve_megapixels(warm: bool = False) -> None:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tracemalloc.start()
     t = time.perf_counter()
-    result = mcts_enhance(huge, TOOLS, REWARD, MCTSSettings(simulations=20, depth=3, max_steps=3, patience=3,
-                                                            min_gain=-1.0, time_budget_s=600))
+    with Readings() as readings:
+        result = mcts_enhance(huge, TOOLS, REWARD, MCTSSettings(simulations=20, depth=3, max_steps=3, patience=3,
+                                                                min_gain=-1.0, time_budget_s=600))
     wall = time.perf_counter() - t
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -138,6 +232,9 @@ def twelve_megapixels(warm: bool = False) -> None:
     print(f"   peak traced allocations {peak / 2**20:.0f} MiB (the input alone is {huge.nbytes / 2**20:.0f} MiB); "
           f"process peak RSS {rss_after:.0f} MiB (before: {rss_before:.0f} MiB)")
     print(f"   reward {result.score_before:.3f} -> {result.score_after:.3f}")
+    searched = [step.outputs["search_s"] for step in result.trace.steps if "search_s" in step.outputs]
+    print(f"   search per step: {', '.join(f'{s:.1f} s' for s in searched)}")
+    readings.report(result.trace.summary["tool_calls"] + len(result.trees), wall)
 
 
 def simulation_rate(rounds: int = 7) -> None:
