@@ -6,7 +6,8 @@ tool call against the tool specs, and records one trace step.
 
 One module per role: ``planner``, ``executor``, ``discriminator`` (CCA's critic), ``feedback`` (between
 rounds), ``experts`` (IMAGAgent's critics and aggregator) and ``competitor``; what they share (prompts,
-``Where``, ``ask``) is in ``asking``. The package re-exports their names, so ``roles.plan`` still reads as one.
+``Where``, ``ask``) is in ``asking``; the perceiver's is ``photoagent/perceiver.py``. The package re-exports
+their names, so callers keep writing ``roles.plan``.
 """
 from .asking import PROMPTS, Where, ask, interruptible, prompt, with_history
 from .competitor import compete
