@@ -7,7 +7,7 @@ the execute step (wherever the runner puts it: ``execute_in_process`` or an Exec
 and ``after_round`` (judge, decide, stop or go on), which takes what the execute step produced. ``next_step``
 says which step follows from the state and the last step's outcome; ``advance`` takes the steps, leaving an
 execute step to a runner that runs it elsewhere, so both runners drive one machine. The roles' own work is in
-``roles.py``; what the loops share is in ``loop.py``.
+``roles/``; what the loops share is in ``loop.py``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from . import roles
 from .brain import Brain
 from .loop import Executed, LoopFailed, attempted, close_cast, execute_or_fail, or_keep_best, raise_brain_error
 from .records import Candidate, EditRequest, Feedback, HistoryContext, Plan, Question, ToolCall
-from .roles import Where
+from .roles.asking import Where
 from .rule_brain import RuleBrain
 from .rule_default import offline_brain
 from .trace import Trace

@@ -5,7 +5,7 @@ An attempt is two steps: the execute step (wherever the runner puts it: ``execut
 node) and ``after_attempt`` (judge, then retry, move to the next subtask, or finish), which takes what the
 execute step produced. ``next_step`` says which step follows from the state and the last step's outcome;
 ``advance`` takes the steps, leaving an execute step to a runner that runs it elsewhere, so both runners drive one
-machine. The roles' own work is in ``roles.py``; what the loops share is in ``loop.py``.
+machine. The roles' own work is in ``roles/``; what the loops share is in ``loop.py``.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .brain import Brain
 from .loop import Executed, LoopFailed, attempted, close_cast, execute_or_fail, or_keep_best, raise_brain_error
 from .records import (Attempt, Critique, EditRequest, ExecutorFeedback, Feedback, HistoryContext, Plan, Subtask,
                       ToolCall)
-from .roles import Where
+from .roles.asking import Where
 from .rule_brain import RuleBrain
 from .rule_default import offline_brain
 from .trace import Trace

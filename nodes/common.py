@@ -6,7 +6,7 @@ from comfy_api.latest import io
 
 from ..agents.loop import Executed
 from ..agents.records import EditRequest
-from ..agents.roles import Where
+from ..agents.roles.asking import Where
 from ..agents.rule_default import offline_brain
 from ..agents.trace import Trace
 from ..tools import default_registry

@@ -25,7 +25,7 @@ from ..quality.defects.noise import NOISE_SIGMA
 from ..quality.defects.tones import LIFTED_BLACK
 from ..quality.kernel import estimate_kernel
 from ..quality.metrics import image_statistics
-from ..roles import Where, ask, prompt
+from ..roles.asking import Where, ask, prompt
 from ..trace import Trace
 
 
