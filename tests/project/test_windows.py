@@ -252,7 +252,7 @@ def test_a_workflow_is_read_as_utf_8_whatever_the_code_page(bom, tmp_path, windo
 
 
 def test_the_text_files_the_pack_reads_with_the_locale_s_encoding_are_ascii():
-    """agents/ reads its prompts (roles.py) and the fitted reward (reward.py) without naming an encoding, so with
+    """agents/ reads its prompts (roles/asking.py) and the fitted reward (quality/reward.py) without naming an encoding, so with
     the locale's: on Windows a code page, not UTF-8. ASCII reads the same in every one of them."""
     agents = PACK_ROOT / "agents"
     files = sorted(agents.glob("prompts/*.md")) + sorted(agents.glob("data/*.json"))
