@@ -11,7 +11,7 @@ gets (1 = all, 0 = no better than leaving the photo, < 0 = worse). It also repor
 would move the held-out *clean* photos (a good auto-tone moves them ~0).
 
 Two regressors: ridge on standardised histogram features, and k nearest neighbours. The result (docs/
-notes/2026-11-generalisation.md): with 10 fit photos neither separates a photo's content from a defect — the held-out
+notes/2026-11-generalisation/): with 10 fit photos neither separates a photo's content from a defect — the held-out
 clean photos would be moved up to 0.2-0.5 (mean knot shift, on 0..1), as much as many defects need — so the
 shipped perceiver does not use it. Run: .venv/bin/python bench/tone_estimator_lofo.py [--jobs 2]
 """

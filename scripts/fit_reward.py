@@ -5,12 +5,12 @@ Training pairs come from the CALIBRATION photos of tests/support/photoset.py: th
 degraded or over-processed version of itself, and a milder degradation beats a stronger one of the
 same kind (tests/support/photoset.py's recipes: the shipped fit). --space defects takes the pairs from the defect
 space of tests/support/defects.py instead (every family at random strengths, combinations of two or three, and
-the over-processing a good photo must be protected from); docs/notes/2026-11-generalisation.md gives what it measured. The model is the reward's own: per statistic a band (where it stops being fine, and how
+the over-processing a good photo must be protected from); docs/notes/2026-11-generalisation/ gives what it measured. The model is the reward's own: per statistic a band (where it stops being fine, and how
 fast the score falls outside), per component a weight; it maximises the pairwise log-likelihood
 (a logistic of the score difference) with L-BFGS. The same pairs built from the EVALUATION photos,
 never seen by the fit, give the held-out ranking accuracy that the README reports. --lofo judges the fit
 leave-one-family-out: for each family, a fit without it (nor any combination containing it) ranks that
-family's held-out pairs (docs/notes/2026-11-generalisation.md).
+family's held-out pairs (docs/notes/2026-11-generalisation/).
 Run: .venv/bin/python scripts/fit_reward.py   (about three minutes on 2 cores; with --lofo about fifteen)
      --out PATH writes elsewhere; --calibration / --held-out take comma-separated photo names (tests/support/photoset.py).
 """
@@ -55,7 +55,7 @@ MIN_WIDTH = 0.25  # a band's softest fall, in spreads (standard deviations) of i
 # fall no steeper than that margin; a share of pixels spreads at least SHARE_UNIT (a clipped area smaller than 1% of the
 # frame marks no photo down). Defect measures (cast, sharpness, noise, BRISQUE, NIQE) keep their fitted edges, and so
 # does the white level: its low side is the reward's evidence of under-exposure (widened, it stopped brightening at
-# whites of 0.68 and left the recipes' under-exposed photos half corrected: docs/notes/2026-11-generalisation.md).
+# whites of 0.68 and left the recipes' under-exposed photos half corrected: docs/notes/2026-11-generalisation/).
 SCENE_STATS = ("black_level", "mean_luma", "clip_bright", "clip_dark", "rms_contrast", "colourfulness")
 CLEAN_MARGIN = 0.25
 SHARE_UNIT = {"clip_bright": 0.01, "clip_dark": 0.01}

@@ -202,7 +202,7 @@ def sharpen(img, amount=0.5, radius=1.5):
     its own range in a 3x3 window (the pixels an edge's overshoot lands on) only by a tenth of that range, and faint
     detail (noise in flat areas) is cored. The colour differences stay as they came: a JPEG keeps colour at half the
     resolution and rounds it coarser than the brightness, and sharpening each channel raised those colour errors
-    (docs/notes/2026-11-generalisation.md, "A sharpen of the brightness")."""
+    (docs/notes/2026-11-generalisation/, "A sharpen of the brightness")."""
     def within_own_range(out, p):  # out clipped in place to p's 3x3 range widened by a tenth of it
         lo, hi = minimum_filter(p, 3), maximum_filter(p, 3)  # the borders extended
         slack = hi - lo

@@ -407,7 +407,7 @@ def preserved(original: np.ndarray, img: np.ndarray, as_input: np.ndarray | None
     reward took the strongest one every time: ringing at the frequencies the kernel removed is blurred away again by
     that kernel, so the reading through the model cannot see it (the rocket shaken by 14 px: SSIM 0.815 blurred, 0.85
     at strength 0.6, 0.76 at 1.0, and 1.0 kept). Charged half, the right deconvolutions of four shaken photos were
-    turned down; a quarter keeps two of them and still turns the rocket's 1.0 down (docs/notes/2026-11-generalisation.md, "A quarter
+    turned down; a quarter keeps two of them and still turns the rocket's 1.0 down (docs/notes/2026-11-generalisation/, "A quarter
     of the change")."""
     direct = structure_similarity(original, img)
     if as_input is None:

@@ -390,9 +390,9 @@ GROUPS = ("tone", "colour", "noise", "blur", "combination", "overdone")
 # were written when the work on the last two (and on coarse colour noise) began, before anything was run on them.
 # Colour blotches and posterisation were answered later the same day by work tuned on new families of FAMILIES
 # (coarse-chroma, quantised-linear); chroma-blotches, colour-mottle and posterise stayed here, and were run only at the
-# end (the moon's two posterise cases were looked at during the work: docs/notes/2026-11-generalisation.md says why). A veil in linear
+# end (the moon's two posterise cases were looked at during the work: docs/notes/2026-11-generalisation/ says why). A veil in linear
 # light was answered the same way (dehaze, tuned on veiling-glare); haze and flat-linear stayed here, though the idea came
-# from flat-linear's harmed rows in the summary of an earlier run (docs/notes/2026-11-generalisation.md says so). vignette was read
+# from flat-linear's harmed rows in the summary of an earlier run (docs/notes/2026-11-generalisation/ says so). vignette was read
 # while a vignetting measure was tried and dropped before anything was tuned (its family lens-falloff was withdrawn).
 # bench/photoagent_generalise.py --held-out measures them. Combinations never draw from them.
 
@@ -568,7 +568,7 @@ def astigmatism(x, rng):  # defocus through an astigmatic lens: an elliptical sp
 
 
 # A third probe, written on 2026-12-01 after the last change of the eighth stop, as a user's photos might come, and run
-# once as written (docs/notes/2026-11-generalisation.md, "A third probe"): ways the defects happen across a photo rather than over all
+# once as written (docs/notes/2026-11-generalisation/, "A third probe"): ways the defects happen across a photo rather than over all
 # of it, the noise a phone leaves once its colour noise reduction has run, and two edits of the look. Held out like the
 # rest.
 
@@ -674,7 +674,7 @@ def halo_clarity(x, rng):  # "clarity" overdone: the luminance's local contrast 
     return x + amount * (lum - gaussian_filter(lum, (radius, radius, 0))), {"radius": radius, "amount": amount}
 
 
-# A fourth probe, written and run once the same session (docs/notes/2026-11-generalisation.md, "A fourth probe"): what a phone, a lens
+# A fourth probe, written and run once the same session (docs/notes/2026-11-generalisation/, "A fourth probe"): what a phone, a lens
 # and an editor do that the probes before did not.
 
 def _blob(shape: tuple[int, ...], cy: float, cx: float, r: float) -> np.ndarray:

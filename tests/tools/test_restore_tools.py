@@ -767,7 +767,7 @@ def test_a_square_blur_is_read_as_neither_a_disc_nor_a_line(name, size, clean):
     """A square kernel's spectral zeros lie on lines, not on circles (a disc's) nor at a line's two ends (a shake's):
     its cepstrum is deep at four points a quarter turn apart. Deconvolved as a disc, each frequency where the two
     kernels differ in sign came back inverted: a fine mesh over the photo. Read here before 8-bit rounding, which
-    fills the spectrum's zeros and blurs the difference (docs/notes/2026-11-generalisation.md)."""
+    fills the spectrum's zeros and blurs the difference (docs/notes/2026-11-generalisation/)."""
     img = clean[name] if name in clean else resize_longest(_moon(), 320)
     square = ndimage.uniform_filter(img, size=(size, size, 1), mode="reflect")
     found = estimate_blur(luminance(square))
@@ -829,7 +829,7 @@ def test_the_noise_floor_reads_white_noise_and_the_rounding_of_8_bits():
 def test_a_blur_saved_at_quality_95_is_deconvolved_with_the_codec_s_rounding_as_noise(name, monkeypatch):
     """At quality 95 jpeg_error reads no rounding (the steps are too fine) and the finest diagonal detail, which the
     codec dropped, reads no noise: the deconvolution took the photo for noiseless and raised the codec's error. The
-    floor of its spectrum counts it (docs/notes/2026-11-generalisation.md)."""
+    floor of its spectrum counts it (docs/notes/2026-11-generalisation/)."""
     img = resize_longest(as_image(getattr(data, name)()), 512)
     soft = jpeg(convolved(img, disc(3)), 95)
     counted = REGISTRY.call("deconvolve", soft, {"kind": "defocus", "radius": 3.0, "strength": 1.0})[0]

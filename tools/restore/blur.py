@@ -2,7 +2,7 @@
 elongated (``estimate_blur``, ``blur_of_spectrum`` on pooled crops), and the photo's noise floor (``floor_sigma``).
 
 Shared by deconvolve (restore/deconvolution) and the perceiver's kernel readings (agents/photoagent/perceiver); the
-figures below were measured on the project's photos and defect space (docs/notes/2026-11-generalisation.md).
+figures below were measured on the project's photos and defect space (docs/notes/2026-11-generalisation/).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ MIN_CONFIDENCE = 0.25  # below this estimate_blur says "none" and deconvolve lea
 # while a kernel whose zeros lie on lines (a square's, a resampling's) puts four deep points on it and reads about 0.1.
 # A disc's confidence scales down below this: deconvolved as a disc, such a blur comes back covered in a fine mesh
 # (each frequency where the two kernels differ in sign is restored inverted). Rounding to 8 bits or a JPEG fills the
-# zeros and lifts squares to 0.16-0.42, among the discs: there a square still reads as a disc (docs/notes/2026-11-generalisation.md)
+# zeros and lifts squares to 0.16-0.42, among the discs: there a square still reads as a disc (docs/notes/2026-11-generalisation/)
 RING_EVENNESS = 0.3
 # A motion line smears detail along itself only: past 1/length cycles per px the photo's power along the line falls
 # far below its power across it. Log ratios (along over across): -1.8 to -4.4 on the motion blurs of the defect
@@ -41,7 +41,7 @@ MOTION_CROSS = (0.5, 1.0)
 # the photo; a shake's streaks start and end wherever the scene's features are. So the steps across the line, folded at
 # its length, are read in GRID_STRIPS strips side by side: where every strip peaks at the same phase (within a pixel)
 # at least GRID_REPEAT times the mean of the other phases, the line is a grid's (``repeats_at_one_phase``). Read on the
-# crops that read a line near an axis (written 2026-12-01 for the probe's screen-copy family; docs/notes/2026-11-generalisation.md):
+# crops that read a line near an axis (written 2026-12-01 for the probe's screen-copy family; docs/notes/2026-11-generalisation/):
 # the grids read as lines had their strips at one phase, 1.1-3.2 times the rest (the chat-app copy 1.6 and 2.4, the
 # moon's JPEG saved twice 1.7-3.2, JPEG grids at quality 85 read as 8 px lines 1.1-2.0); the axis-aligned shakes of the
 # defect space split their strips' peaks, or, where all four agreed (the dusk rocket's gantry, a structure repeating
@@ -60,7 +60,7 @@ GAUSS_SIGMA = (0.9, 1.2)  # no trust at or below the first, full trust at or abo
 # A Gaussian kernel is round: the fall-off's narrowest width over its widest (_gaussian_widths) is 0.72-0.99 on the
 # defect space's Gaussian blurs (a photo's own texture leans one way); below this the blur is not round, and a round
 # kernel would sharpen the narrow way too much (found on the held-out anisotropic blurs; the limit set on the tuned
-# family: docs/notes/2026-11-generalisation.md)
+# family: docs/notes/2026-11-generalisation/)
 GAUSS_ISOTROPY = 0.6
 # ... and a blur that is not round is read as an elongated Gaussian: its two widths and the direction of the wider, from
 # the same fit (since 2026-11-28). Across its long axis it is given at least this width (px): narrower, it undoes

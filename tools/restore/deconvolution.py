@@ -185,7 +185,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
             f"no defocus, motion or Gaussian blur found (confidence {blur['confidence']:.2f}); the photo is unchanged"])
     psf = _kernel_of(blur)
     # a JPEG's rounding is noise to a deconvolution too, and its own noise reading misses it (the codec drops the finest
-    # detail it reads): without it, heavy ringing on a photo saved at quality 85 (docs/notes/2026-11-generalisation.md)
+    # detail it reads): without it, heavy ringing on a photo saved at quality 85 (docs/notes/2026-11-generalisation/)
     noise = math.hypot(_noise_sigma(lum), jpeg_error(img)[0])
     # and so is the rounding of 8 bits or of a JPEG too fine for jpeg_error to read (quality 95), which lies at the
     # spectrum's floor, where the finest diagonal detail misses what the codec dropped
@@ -196,7 +196,7 @@ def deconvolve(img, kind="auto", strength=0.7, radius=0.0, length=0.0, angle=-1.
     # only the luminance is deconvolved, and its change added to every channel: a JPEG keeps colour at half the
     # resolution and rounds it coarser than the luma, and deconvolving each channel raised those colour errors, so a
     # right kernel took the photo further from its sharp original in colour as it came closer in structure
-    # (docs/notes/2026-11-generalisation.md, "The colour left as it came")
+    # (docs/notes/2026-11-generalisation/, "The colour left as it came")
     change = _wiener(lum[:, :, None].astype(np.float32), psf, balance) - lum[:, :, None]
     reach = max(3, (max(psf.shape) // 2) * 2 + 1)
 

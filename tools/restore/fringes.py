@@ -186,7 +186,7 @@ def fix_fringes(img, strength=1.0, *, red=None, blue=None, centre_x=None, centre
         return ToolOutput(img.copy(), ["no colour fringes measured; the photo is unchanged"])
     # a JPEG keeps colour at half the resolution (4:2:0, as libjpeg, Pillow and most cameras save it) and rebuilds each
     # channel's fine detail from the luma, which is aligned: only the colour's coarse part carries the fringes, and
-    # moving the fine detail too would misalign it (docs/notes/2026-11-generalisation.md)
+    # moving the fine detail too would misalign it (docs/notes/2026-11-generalisation/)
     coarse_colour = jpeg_error(img)[1] > 0 or colour_detail(img) < HALF_COLOUR_DETAIL
 
     def f(c):

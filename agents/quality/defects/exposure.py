@@ -21,7 +21,7 @@ OVER_CLIPPED = 0.03  # this share of pixels blown to white ...
 OVER_BLACK = 0.08  # ... with the blacks lifted past this, or
 # ... the mean above this: over-exposure. Clean photos blow at most 0.7% of their pixels, so the clipped share is
 # the evidence; the mean keeps out a lamp or window blown in a dark scene and an S-curve's clipped whites
-# (chosen on the clipped-highlights and s-curve families, measured on over-gain-linear: docs/notes/2026-11-generalisation.md)
+# (chosen on the clipped-highlights and s-curve families, measured on over-gain-linear: docs/notes/2026-11-generalisation/)
 OVER_MEAN = 0.55
 
 

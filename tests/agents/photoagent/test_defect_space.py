@@ -192,7 +192,7 @@ def test_a_right_deconvolution_is_charged_a_quarter_and_the_search_keeps_it(phot
 
 
 # the rocket's gain is the smaller since only the luminance is deconvolved: its dusk sky's colour edges stay as blurred
-# as they came (0.815 -> 0.826; 0.85 when every channel was, on this float array; docs/notes/2026-11-generalisation.md)
+# as they came (0.815 -> 0.826; 0.85 when every channel was, on this float array; docs/notes/2026-11-generalisation/)
 @pytest.mark.parametrize("photo, index, gain", [("astronaut", 0, 0.03), ("rocket", 1, 0.008)])
 def test_a_shake_is_undone_and_the_charge_left_turns_down_the_deconvolution_that_rings(photos, photo, index, gain):
     """The astronaut shaken by 15 px: its deconvolution (SSIM 0.70 -> 0.82) was turned down while a restoration was
@@ -369,7 +369,7 @@ def test_a_veiled_photo_scores_below_its_original(photos, family):
 def test_a_fade_gets_a_black_point_below_its_veil_and_the_search_takes_the_veil_out(photos):
     """A fade in display values: the veil finding offers a black point below the veil and a dehaze (a veil in linear
     light); which way the veil was laid no statistic tells, and the reward chooses (here the dehaze, SSIM 0.82 -> 0.92,
-    where the black point would give 0.94-0.97: docs/notes/2026-11-generalisation.md). Either way the veil is gone."""
+    where the black point would give 0.94-0.97: docs/notes/2026-11-generalisation/). Either way the veil is gone."""
     from edit_agents.agents.photoagent.search import mcts_enhance
     from edit_agents.agents.quality.reward import Reward
     from skimage.metrics import structural_similarity
