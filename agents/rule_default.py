@@ -1,11 +1,11 @@
-"""The rule brain as shipped: given the classic reward and PhotoAgent's rule perceiver and scene guess.
+"""The rule brain as shipped: given the classic reward, the rule perceiver and its scene guess (agents/quality/).
 
 The one place that wires them, so ``agents/rule_brain`` imports neither; the loops' no-argument defaults, the
 nodes and the benchmarks build their rule brains here.
 """
 from __future__ import annotations
 
-from .photoagent.perceiver import RulePerceiver, guess_scene
+from .quality.perception import RulePerceiver, guess_scene
 from .quality.reward import ClassicReward
 from .rule_brain import RuleBrain
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from photoset import DEFECTS, degrade, load  # noqa: E402
 
 from edit_agents.agents.photoagent.search import MCTSSettings, apply_call, mcts_enhance, root_state  # noqa: E402
-from edit_agents.agents.photoagent.perceiver import RulePerceiver
+from edit_agents.agents.quality.perception import RulePerceiver
 from edit_agents.agents.quality.reward import ClassicReward
 from edit_agents.agents.quality.metrics import image_statistics
 from edit_agents.agents.quality import iqa, metrics, reward as reward_module

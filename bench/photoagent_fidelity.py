@@ -40,7 +40,7 @@ from photoset import DEFECTS, EVALUATION, degrade, load  # noqa: E402
 
 from edit_agents.agents.photoagent.enhance import EnhanceSettings, enhance  # noqa: E402
 from edit_agents.agents.photoagent.search import MCTSSettings, mcts_enhance  # noqa: E402
-from edit_agents.agents.photoagent.perceiver import RulePerceiver  # noqa: E402
+from edit_agents.agents.quality.perception import RulePerceiver  # noqa: E402
 from edit_agents.agents.quality.reward import Reward  # noqa: E402
 from edit_agents.agents.quality.metrics import image_statistics  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402

@@ -6,7 +6,8 @@ from comfy_api.latest import io
 
 from ..agents.brain import close_brains
 from ..agents.photoagent.enhance import EnhanceSettings, enhance
-from ..agents.photoagent.perceiver import BrainPerceiver, RulePerceiver, brain_perceive
+from ..agents.photoagent.perceiver import BrainPerceiver, brain_perceive
+from ..agents.quality.perception import RulePerceiver
 from ..agents.photoagent.search import MCTSSettings, mcts_enhance
 from ..agents.records import EditRequest, Handoff, Plan, Subtask, ToolCall
 from ..agents.quality.reward import ClassicReward

@@ -20,7 +20,7 @@ from ...tools.imageops import resize_longest
 from ...tools.spec import ToolRegistry
 from .frame import not_judged, note_frame, photo_in_frame, put_back
 from .improve import Progress, failed_call, photo_tones, rescore_best, run_steps
-from .perceiver import RulePerceiver
+from ..quality.perception import RulePerceiver
 from .scorer import Scorer, model_reading, photo_levels, through_forward_models  # noqa: F401 (public)
 from ..records import ToolCall
 from ..quality.reward import ClassicReward

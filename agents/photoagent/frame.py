@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...tools.imageops import FLAT_TOLERANCE, as_image, uniform_frame
-from .perceiver import RulePerceiver
+from ..quality.perception import RulePerceiver
 from ..trace import Trace
 
 # the shortest side a photo can be judged on: its noise, sharpness, JPEG grid and BRISQUE are read on squares of at

@@ -14,7 +14,7 @@ from ...tools.spec import ToolRegistry
 from .budget import Budget
 from .cache import StateCache
 from .improve import photo_tones
-from .perceiver import Memory, Perception, RulePerceiver
+from ..quality.perception import Memory, Perception, RulePerceiver
 from .scorer import photo_levels
 from .state import State
 from .tree import TreeNode

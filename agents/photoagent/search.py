@@ -33,7 +33,8 @@ from .cache import StateCache
 from .frame import not_judged, note_frame, photo_in_frame, put_back
 from .improve import Progress, rescore_best, rescore_sequence, run_steps
 from ..quality.kernel import estimate_kernel
-from .perceiver import BrainPerceiver, Memory, Perception, RulePerceiver
+from ..quality.perception import Memory, Perception, RulePerceiver
+from .perceiver import BrainPerceiver
 from .proposals import Proposals
 from .scorer import Scorer, model_reading, without_curves
 from .state import State, apply_call, crops_alone, crops_edited, crops_following, root_state  # noqa: F401 (public)

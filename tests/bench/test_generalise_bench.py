@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import photoagent_generalise as bench
-from edit_agents.agents.photoagent.perceiver import RulePerceiver
+from edit_agents.agents.quality.perception import RulePerceiver
 from edit_agents.agents.quality.reward import Reward
 from edit_agents.tools import default_registry
 

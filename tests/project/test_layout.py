@@ -58,6 +58,35 @@ def test_agents_import_neither_nodes_nor_comfyui():
     assert not found, f"agents/ reaches ComfyUI or the nodes: {sorted(found)}"
 
 
+def reached(start: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """The pack's modules ``start`` (an agents/ module or package, as path parts) imports, directly or through others."""
+    graph = {package_of(p)[:-1] if p.name == "__init__.py" else package_of(p): mods
+             for p, mods in pack_imports("agents").items()}
+    seen, todo = set(), [start]
+    while todo:
+        for mod in graph.get(todo.pop(), ()):
+            # "from .x import name" names a module or a name in one: keep the longest prefix that is a module
+            while mod and mod not in graph:
+                mod = mod[:-1]
+            if mod and mod not in seen:
+                seen.add(mod)
+                todo.append(mod)
+    return seen
+
+
+def test_quality_lies_below_the_loops_and_cca_and_imagagent_need_no_photoagent():
+    """agents/quality (metrics, reward, IQA, the defects, the rule perceiver) imports no loop, role or brain; CCA,
+    IMAGAgent and the rule brain reach PhotoAgent's search or vision perceiver through no import."""
+    loops = {("agents", name) for name in ("cca", "imagagent", "photoagent", "roles", "rule_brain", "rule_default")}
+    for module in ("metrics", "reward", "perception", "defects"):
+        below = reached(("agents", "quality", module))
+        assert not {m[:2] for m in below} & loops, f"agents/quality/{module} reaches {sorted({m[:2] for m in below} & loops)}"
+    for start in (("agents", "cca"), ("agents", "imagagent"), ("agents", "rule_brain"), ("agents", "rule_default")):
+        assert not {m for m in reached(start) if m[:2] == ("agents", "photoagent")}, f"{start} reaches PhotoAgent"
+    # the walk follows imports: the search reaches the defects through the rule perceiver
+    assert ("agents", "quality", "defects", "base") in reached(("agents", "photoagent", "search"))
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Every circle in a directed graph, each once (from its smallest node)."""
     found = []

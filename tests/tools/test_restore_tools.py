@@ -783,7 +783,7 @@ def test_a_square_blur_read_on_the_search_s_crops_is_no_shake(photos):
     shake was taken when the disc was ruled out. A line's cepstrum is deep at its two ends only; a square's is as deep
     a quarter turn away."""
     from edit_agents.agents.quality.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import estimate_kernel
+    from edit_agents.agents.quality.kernel import estimate_kernel
 
     square = ndimage.uniform_filter(_moon(), size=(7, 7, 1), mode="reflect")
     found = estimate_kernel(texture_crops(square))
@@ -798,7 +798,7 @@ def test_the_trace_says_why_a_blur_is_sharpened_and_not_deconvolved(photos):
     """A square's blur (no kernel trusted) is sharpened, and the blur finding says what kernel was read and how surely;
     a disc's is deconvolved with its kernel named."""
     from edit_agents.agents.quality.metrics import image_statistics, texture_crops
-    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+    from edit_agents.agents.quality.perception import RulePerceiver
 
     img = resize_longest(photos["astronaut"], 512)
     for blurred_photo, tool, said in ((ndimage.uniform_filter(img, size=(7, 7, 1), mode="reflect"), "sharpen",
@@ -863,7 +863,7 @@ def test_a_kernel_read_only_on_the_pooled_crops_is_undone_gently(photos):
     """Such a kernel's zeros lie at the file's rounding, which a full inverse raises with the detail: the perceiver
     proposes the deconvolution at 0.6 only, and says the crops were read as one."""
     from edit_agents.agents.quality.metrics import image_statistics, texture_crops
-    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+    from edit_agents.agents.quality.perception import RulePerceiver
 
     saved = jpeg(blurred(resize_longest(photos["chelsea"], 512), line(9.0, 30.0)), 95)
     crops = texture_crops(saved)
@@ -879,7 +879,7 @@ def test_a_shake_most_crops_agree_on_is_undone_though_the_pool_reads_it_faintly(
     not from BLUR_CONFIDENCE: these two shakes pool at 0.28-0.35, at their length and angle, and were sharpened
     before. The deconvolution proposed takes each photo closer to its sharp original."""
     from edit_agents.agents.quality.metrics import image_statistics, texture_crops
-    from edit_agents.agents.photoagent.perceiver import RulePerceiver
+    from edit_agents.agents.quality.perception import RulePerceiver
     from edit_agents.agents.quality.kernel import BLUR_CONFIDENCE, POOLED_CONFIDENCE, estimate_kernel
 
     img = resize_longest(photos[name], 512)
@@ -905,7 +905,7 @@ def test_a_line_the_pooled_crops_read_that_most_crops_do_not_read_alone_is_no_sh
     as a shake with confidence near 0.9; but most crops do not read that line on their own, so no kernel is
     returned, and none on any of the sharp photos."""
     from edit_agents.agents.quality.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import estimate_kernel
+    from edit_agents.agents.quality.kernel import estimate_kernel
     from edit_agents.tools.restore import estimate_blur_pooled
 
     crops = texture_crops(resize_longest(photos["rocket"], 512))

@@ -5,7 +5,7 @@ import pytest
 from defects import FAMILIES, GROUPS, families, family_of_parts, make
 from helpers import PACK_ROOT, TEST_DATA
 
-from edit_agents.agents.photoagent.perceiver import RulePerceiver  # noqa: E402
+from edit_agents.agents.quality.perception import RulePerceiver  # noqa: E402
 from edit_agents.agents.quality.metrics import image_statistics, texture_crops  # noqa: E402
 from edit_agents.tools import default_registry  # noqa: E402
 from edit_agents.tools.imageops import resize_longest  # noqa: E402
@@ -860,7 +860,7 @@ def test_a_jpeg_seen_at_another_size_is_no_shake():
     from photoset import load
 
     from edit_agents.agents.quality.metrics import texture_crops
-    from edit_agents.agents.photoagent.perceiver import estimate_kernel
+    from edit_agents.agents.quality.kernel import estimate_kernel
     from edit_agents.tools.imageops import luminance
     from edit_agents.tools.restore import GRID_AXIS, blur_of_spectrum, blur_spectrum, repeats_at_one_phase
 

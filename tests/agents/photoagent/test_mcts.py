@@ -41,7 +41,7 @@ class AllMoves:
         return [ToolCall(n) for n in ("a", "b", "c")][:k]
 
     def perceive(self, stats, k, allowed, tried=(), **kw):
-        from edit_agents.agents.photoagent.perceiver import Perception
+        from edit_agents.agents.quality.perception import Perception
 
         return Perception("toy", (), tuple(self.propose(stats, k, allowed, tried, **kw)))
 
@@ -287,7 +287,7 @@ def test_memory_of_executed_actions_reaches_the_perceiver():
 
 
 def test_rule_perceiver_does_not_repeat_reverted_actions(photos):
-    from edit_agents.agents.photoagent.perceiver import Memory, RulePerceiver
+    from edit_agents.agents.quality.perception import Memory, RulePerceiver
     from edit_agents.agents.quality.metrics import image_statistics
 
     dark = photos["coffee"] * 0.4
@@ -374,7 +374,7 @@ def test_vision_perceiver_is_asked_at_each_expanded_state_within_the_budget(phot
 def test_a_vision_perceiver_sees_the_whole_toolbox_and_its_repeats_on_a_path_are_dropped(photos):
     """A model is offered the same tools at every state (so an answer naming a tool already on the path is
     not a schema error that fails the run); the search drops such proposals itself."""
-    from edit_agents.agents.photoagent.perceiver import Perception
+    from edit_agents.agents.quality.perception import Perception
 
     class Insistent:  # a vision model that always wants the same two edits
         expensive, offered = True, []

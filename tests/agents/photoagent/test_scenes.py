@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from skimage import data
 
-from edit_agents.agents.photoagent.perceiver import RulePerceiver, guess_scene
+from edit_agents.agents.quality.perception import RulePerceiver, guess_scene
 from edit_agents.agents.quality.metrics import image_statistics
 from edit_agents.tools import default_registry
 from edit_agents.tools.imageops import as_image
@@ -85,7 +85,7 @@ def test_a_green_light_is_a_tint_not_warm_light():
     """Red and blue both well below green is a green cast: before, the astronaut under a green light (blue a little the
     lower) was read as warm light, met the warm limit and got no white balance. A yellow light (red near green) stays
     warm light, as tungsten's is."""
-    from edit_agents.agents.photoagent.perceiver import cast_direction
+    from edit_agents.agents.quality.defects.cast import cast_direction
     from edit_agents.tools.photo_io import srgb_decode, srgb_encode
 
     def lit(name, gains):

@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from edit_agents.agents.photoagent.perceiver import BrainPerceiver, Perception
+from edit_agents.agents.photoagent.perceiver import BrainPerceiver
+from edit_agents.agents.quality.perception import Perception
 from edit_agents.agents.photoagent.search import MCTSSettings, crops_following, mcts_enhance, root_state
 from edit_agents.agents.records import ToolCall
 from edit_agents.agents.quality.reward import ClassicReward
