@@ -84,7 +84,7 @@ def from_schema(schema):
 TOOLS = default_registry().subset(categories=["classic"])
 IMG = np.random.default_rng(0).random((24, 32, 3)).astype(np.float32)
 CLEAN = (BrainError, ToolCallError, LoopFailed)  # errors that name what failed; anything else is a bug
-FAST = settings(max_examples=40, deadline=None, derandomize=True,
+FAST = settings(max_examples=60, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                        HealthCheck.function_scoped_fixture])
 
@@ -239,7 +239,7 @@ def loop_outcome(call):
     return result
 
 
-LOOPS = settings(max_examples=20, deadline=None, derandomize=True,
+LOOPS = settings(max_examples=40, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                         HealthCheck.function_scoped_fixture])
 
