@@ -7,12 +7,14 @@ planner prompt, the executor, validation and the docs read.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .imageops import (bilateral_filter, clahe_uint16, gaussian, join_alpha, luminance, maximum_filter, minimum_filter,
                        on_color, per_plane, resize as resize_image, sampled_gaussian, scene_light, split_alpha,
                        warp_affine)
-from .spec import Moves, Param, ToolOutput, ToolSpec
+from .spec import Moves, Param, ToolCallError, ToolOutput, ToolSpec
 
 
 def _scale_lum(color: np.ndarray, new_lum: np.ndarray, old_lum: np.ndarray) -> np.ndarray:
@@ -314,13 +316,27 @@ def crop_aspect(img, aspect="1:1", zoom=1.0):
     return img[t:t + ch, l:l + cw].copy()
 
 
+def max_megapixels() -> float:
+    """The largest image a tool may make, as the agent nodes take (EDIT_AGENTS_MAX_MEGAPIXELS, default 100)."""
+    try:
+        return float(os.environ.get("EDIT_AGENTS_MAX_MEGAPIXELS", "100"))
+    except ValueError:
+        raise ToolCallError("EDIT_AGENTS_MAX_MEGAPIXELS must be a number of megapixels, e.g. 100") from None
+
+
 def resize(img, longest_side=1024, mode="longest side"):
+    """Resize to ``longest_side`` (or a square of it); an image past max_megapixels() is refused, not made (a
+    16384 px square is 268 MP: gigabytes, and minutes for every filter after it)."""
     h, w = img.shape[:2]
     if mode == "square":
         size = (longest_side, longest_side)
     else:
         scale = longest_side / max(h, w)
         size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    if size[0] * size[1] > max_megapixels() * 1e6:
+        raise ToolCallError(f"resize to {size[0]}x{size[1]} would make a {size[0] * size[1] / 1e6:.0f} MP image, past "
+                            f"the {max_megapixels():g} MP the pack takes (EDIT_AGENTS_MAX_MEGAPIXELS): ask for a smaller "
+                            "longest_side")
     return np.clip(resize_image(img, size, "area" if size[0] < w else "cubic"), 0, 1)
 
 

@@ -228,3 +228,17 @@ def test_mask_tools_and_chains_by_reference(photos):
         REGISTRY.call("edit_region", img, {"mask": "the dog"})
     with pytest.raises(ToolCallError, match="masks must match"):
         REGISTRY.call("edit_region", img, {"mask": "step:0"}, refs=[np.ones((10, 10, 1), np.float32)])
+
+
+def test_a_resize_past_the_megapixel_limit_is_refused_with_the_fix(monkeypatch):
+    """A model may ask for a 16384 px square (268 MP, schema-valid): refused before it is made, naming the limit."""
+    from edit_agents.tools import classic
+    from edit_agents.tools.spec import ToolCallError
+
+    img = np.zeros((24, 32, 3), np.float32)
+    with pytest.raises(ToolCallError, match="268 MP.*EDIT_AGENTS_MAX_MEGAPIXELS.*smaller longest_side"):
+        classic.resize(img, 16384, "square")
+    assert classic.resize(img, 2000).shape == (1500, 2000, 3)  # below the limit, made as asked
+    monkeypatch.setenv("EDIT_AGENTS_MAX_MEGAPIXELS", "2")
+    with pytest.raises(ToolCallError, match="3 MP"):
+        classic.resize(img, 2000)
