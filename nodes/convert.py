@@ -1,21 +1,11 @@
 """IMAGE tensor <-> float numpy conversion (ComfyUI IMAGE is B x H x W x C, float in [0, 1])."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import torch
 
+from ..tools.classic import max_megapixels
 from ..tools.imageops import as_image, resize
-
-
-def max_megapixels() -> float:
-    """The largest image the agent nodes take (EDIT_AGENTS_MAX_MEGAPIXELS, default 100): searches copy and
-    re-score the image many times, so a 256 MP scan would take minutes and gigabytes per step."""
-    try:
-        return float(os.environ.get("EDIT_AGENTS_MAX_MEGAPIXELS", "100"))
-    except ValueError:
-        raise ValueError("EDIT_AGENTS_MAX_MEGAPIXELS must be a number of megapixels, e.g. 100") from None
 
 
 def image_batch_to_arrays(images: torch.Tensor) -> list[np.ndarray]:

@@ -317,7 +317,8 @@ def crop_aspect(img, aspect="1:1", zoom=1.0):
 
 
 def max_megapixels() -> float:
-    """The largest image a tool may make, as the agent nodes take (EDIT_AGENTS_MAX_MEGAPIXELS, default 100)."""
+    """The largest image the agent nodes take and a tool may make (EDIT_AGENTS_MAX_MEGAPIXELS, default 100): searches
+    copy and re-score an image many times, so a 256 MP scan would take minutes and gigabytes per step."""
     try:
         return float(os.environ.get("EDIT_AGENTS_MAX_MEGAPIXELS", "100"))
     except ValueError:
