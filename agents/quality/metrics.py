@@ -83,6 +83,9 @@ BLOTCH_WINDOW = 5  # blocks: the neighbourhood whose colours should lie along on
 BLOTCH_FLAT_SHARE = 0.5
 VEIL_PATCH = DARK_PATCH
 METRIC_SIDE = STATISTICS_SIDE  # global statistics read a copy at most this long (the copy a white balance reads)
+# an edge's width (edge_width): read over this window (px), on the steepest share of the pixels whose range there is at
+# least this, where there are at least this many
+EDGE_WINDOW, EDGE_SHARE, EDGE_CONTRAST, EDGE_PIXELS = 11, 0.02, 0.1, 20
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
 
@@ -162,7 +165,7 @@ def crop_readings(crops: list[np.ndarray]) -> dict[str, list]:
     colour = [c.ndim == 3 and c.shape[2] >= 3 for c in crops]
     # the JPEG grid, wherever it falls in each crop
     grids = [grid_measures(x) for x in lums]
-    return {"lum": lums, "noise": noise, "sharpness": sharpness,
+    return {"lum": lums, "noise": noise, "sharpness": sharpness, "edges": [edge_width(x) for x in lums],
             # colour noise on red minus blue, where luminance detail mostly cancels
             "chroma": [_chroma_noise(c) if is_colour and min(c.shape[:2]) >= 3 else None
                        for c, is_colour in zip(crops, colour)],
@@ -192,6 +195,8 @@ def _texture_from(parts: list[dict[str, list]]) -> dict[str, float]:
             # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
             "banding": banding_sigma(lums),
             "sharpness": float(np.mean([read["sharpness"][i] for i in by_size])),
+            # a crop with no edge gives no width; with none anywhere, the widest a crop can read
+            "edge_width": float(np.median([x for x in read["edges"] if x is not None] or [TEXTURE_SIDE])),
             "blockiness": float(np.median(read["blocks"])), "grid_step": float(np.median(read["steps"]))}
 
 
@@ -269,6 +274,22 @@ def _sharpnesses(lums: list[np.ndarray]) -> list[float]:
     """Fine detail relative to the local contrast, of each luminance (one size): blur lowers it, a tone change
     does not."""
     return [float(lap.std() / (lum.std() + 0.02)) for lap, lum in zip(per_plane(laplacian, lums), lums)]
+
+
+def edge_width(lum: np.ndarray) -> float | None:
+    """How many px the strongest edges of a luminance take to rise: the local range (EDGE_WINDOW) over the gradient,
+    the median over the steepest EDGE_SHARE of the pixels whose range is at least EDGE_CONTRAST (None: no such edge).
+
+    A blur spreads an edge whatever the photo's texture was (about 2.5 sigma for a Gaussian); a phone's photo, its
+    fine detail smoothed by its noise reduction, keeps its edges steep, since it sharpens them."""
+    if min(lum.shape) < EDGE_WINDOW:
+        return None
+    grad = np.hypot(sobel(lum, 1, 0), sobel(lum, 0, 1)) / 8.0  # per px
+    span = ndimage.maximum_filter(lum, EDGE_WINDOW) - ndimage.minimum_filter(lum, EDGE_WINDOW)
+    edges = (grad >= np.percentile(grad, 100 * (1 - EDGE_SHARE))) & (grad > 0) & (span > EDGE_CONTRAST)
+    if np.count_nonzero(edges) < EDGE_PIXELS:
+        return None
+    return float(np.median(span[edges] / grad[edges]))
 
 
 def _chroma_sigma(crop: np.ndarray, flat_only: bool = False) -> float:

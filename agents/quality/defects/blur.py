@@ -10,6 +10,10 @@ from .base import Defect, Finding, Penalty, Seen, _at
 from .jpeg import CLEAN_GRID_STEP
 
 BLUR_SHARPNESS = 0.9  # fine detail relative to local contrast, at native resolution
+# px: a photo short of fine detail is soft only where its strong edges rise over at least this (metrics.edge_width):
+# the defect space's blurs read 3.8-9.3, phones' photos smoothed by their noise reduction and sharpened 2.6-3.7 (their
+# fine detail 0.3-0.9 all the same: sharpening them again only adds halos)
+SOFT_EDGE = 3.8
 MIN_MOTION = 5.0  # px: a shorter line is not told apart from a small defocus or a Gaussian blur
 # Softness (texture_statistics' sharpness: fine detail relative to local contrast): 1.24-5.4 on the project's clean
 # photos but a clock face's smooth close-up (0.48) and the retina (0.85); at least 0.88 on every family of the defect
@@ -37,9 +41,13 @@ def blur(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     # as sharp: a trusted motion kernel is the evidence by itself; so is an elongated Gaussian (the detail across
     # its narrow way is spared), which no clean photo's fall-off reads as (tools/restore: GAUSS_SIGMA)
     shaken = trusted and (kernel["kind"] == "motion" or kernel.get("sigma_minor", 0.0) > 0)
+    width = stats.get("edge_width", float("inf"))
     # sharpening noise, compression blocks or specks makes them worse
-    blurred = (sharp < BLUR_SHARPNESS or shaken) and not seen.held
-    why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
+    blurred = ((sharp < BLUR_SHARPNESS and width >= SOFT_EDGE) or shaken) and not seen.held
+    why = (f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS}), "
+           f"strong edges rising over {width:.1f} px (soft from {SOFT_EDGE}"
+           + (": steep, as a phone's sharpened photo keeps them)" if sharp < BLUR_SHARPNESS and width < SOFT_EDGE
+              else ")"))
     calls = []
     if blurred and trusted:
         why, calls = _deconvolve(kernel, why)
@@ -79,5 +87,5 @@ def _untrusted(kernel: Mapping[str, Any]) -> str:
                  "a JPEG grid in the photo)") + ": sharpen"
 
 
-BLUR = Defect("blur", ("sharpness", "grid_step"), blur, PENALTY, needs=("noise_sigma",),
+BLUR = Defect("blur", ("sharpness", "edge_width", "grid_step"), blur, PENALTY, needs=("noise_sigma",),
               held_back_by=("noisy", "blocky", "speckled"))
