@@ -17,8 +17,8 @@ import numpy as np
 from scipy import ndimage
 
 from ...tools.imageops import (STATISTICS_SIDE, channel_max, channel_min, correlate_separable, illuminant_estimate,
-                              laplacian, luminance, neutral_evidence, per_plane, resize, resize_longest,
-                              sampled_gaussian, sobel, to_rgb)
+                              laplacian, luminance, maximum_filter, minimum_filter, neutral_evidence, per_plane,
+                              resize, resize_longest, sampled_gaussian, sobel, to_rgb)
 from ...tools.restore.banding import banding_sigma
 from ...tools.restore.fringes import fringe_scales
 from ...tools.restore.haze import DARK_PATCH, patch_minimum
@@ -86,6 +86,9 @@ METRIC_SIDE = STATISTICS_SIDE  # global statistics read a copy at most this long
 # an edge's width (edge_width): read over this window (px), on the steepest share of the pixels whose range there is at
 # least this, where there are at least this many
 EDGE_WINDOW, EDGE_SHARE, EDGE_CONTRAST, EDGE_PIXELS = 11, 0.02, 0.1, 20
+# ... read only on a photo whose fine detail (sharpness) is under this: the blur rule asks the width of no other
+# (defects/blur.py's BLUR_SHARPNESS, which a test keeps at or under it), and a state's readings cost a third less
+EDGES_UNDER = 0.9
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike
 
@@ -165,7 +168,7 @@ def crop_readings(crops: list[np.ndarray]) -> dict[str, list]:
     colour = [c.ndim == 3 and c.shape[2] >= 3 for c in crops]
     # the JPEG grid, wherever it falls in each crop
     grids = [grid_measures(x) for x in lums]
-    return {"lum": lums, "noise": noise, "sharpness": sharpness, "edges": [edge_width(x) for x in lums],
+    return {"lum": lums, "noise": noise, "sharpness": sharpness,
             # colour noise on red minus blue, where luminance detail mostly cancels
             "chroma": [_chroma_noise(c) if is_colour and min(c.shape[:2]) >= 3 else None
                        for c, is_colour in zip(crops, colour)],
@@ -187,17 +190,20 @@ def _texture_from(parts: list[dict[str, list]]) -> dict[str, float]:
     by_size = sorted(range(len(lums)), key=lambda i: first[lums[i].shape])
     chroma = [x for x in read["chroma"] if x is not None] or [0.0]
     blotches = [x for x in read["blotches"] if x is not None] or [0.0]
+    sharpness = float(np.mean([read["sharpness"][i] for i in by_size]))
     # medians, so one busy crop does not decide
-    return {"noise_sigma": float(np.median(read["noise"])), "chroma_noise": float(np.median(chroma)),
-            "chroma_blotches": float(np.median(blotches)),
-            "level_step": float(np.median(read["level_step"])),
-            "impulses": float(np.mean(read["impulses"])),
-            # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
-            "banding": banding_sigma(lums),
-            "sharpness": float(np.mean([read["sharpness"][i] for i in by_size])),
-            # a crop with no edge gives no width; with none anywhere, the widest a crop can read
-            "edge_width": float(np.median([x for x in read["edges"] if x is not None] or [TEXTURE_SIDE])),
-            "blockiness": float(np.median(read["blocks"])), "grid_step": float(np.median(read["steps"]))}
+    out = {"noise_sigma": float(np.median(read["noise"])), "chroma_noise": float(np.median(chroma)),
+           "chroma_blotches": float(np.median(blotches)),
+           "level_step": float(np.median(read["level_step"])),
+           "impulses": float(np.mean(read["impulses"])),
+           # rows shared by the crops in pairs: texture_crops cuts them at fixed places, in this order
+           "banding": banding_sigma(lums),
+           "sharpness": sharpness,
+           "blockiness": float(np.median(read["blocks"])), "grid_step": float(np.median(read["steps"]))}
+    if sharpness < EDGES_UNDER:  # a crop with no edge gives no width; with none anywhere, the widest a crop can read
+        widths = [x for x in map(edge_width, lums) if x is not None]
+        out["edge_width"] = float(np.median(widths or [TEXTURE_SIDE]))
+    return out
 
 
 def raw_statistics(img: np.ndarray, crops: list[np.ndarray] | None = None, texture: bool = True,
@@ -285,7 +291,7 @@ def edge_width(lum: np.ndarray) -> float | None:
     if min(lum.shape) < EDGE_WINDOW:
         return None
     grad = np.hypot(sobel(lum, 1, 0), sobel(lum, 0, 1)) / 8.0  # per px
-    span = ndimage.maximum_filter(lum, EDGE_WINDOW) - ndimage.minimum_filter(lum, EDGE_WINDOW)
+    span = maximum_filter(lum, EDGE_WINDOW, "reflect") - minimum_filter(lum, EDGE_WINDOW, "reflect")
     edges = (grad >= np.percentile(grad, 100 * (1 - EDGE_SHARE))) & (grad > 0) & (span > EDGE_CONTRAST)
     if np.count_nonzero(edges) < EDGE_PIXELS:
         return None

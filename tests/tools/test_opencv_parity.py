@@ -49,6 +49,11 @@ def test_minimum_and_maximum_filters(size):
                                       ndimage.minimum_filter(img, square, mode="nearest"))
         np.testing.assert_array_equal(imageops.maximum_filter(img, size),
                                       ndimage.maximum_filter(img, square, mode="nearest"))
+        # the edges' width reads the range over a window with the borders mirrored, as scipy's default
+        np.testing.assert_array_equal(imageops.maximum_filter(img, size, "reflect"),
+                                      ndimage.maximum_filter(img, square, mode="reflect"))
+        np.testing.assert_array_equal(imageops.minimum_filter(img, size, "reflect"),
+                                      ndimage.minimum_filter(img, square, mode="reflect"))
 
 
 @pytest.mark.parametrize("name,size", [("half", (18, 14)), ("third", (12, 9)), ("odd", (11, 8)), ("up", (59, 43))])

@@ -11,30 +11,32 @@ from .opencv_switch import _like, opencv
 from .tiles import _touched
 
 
-def _rank_filter(planes: np.ndarray, size: int, largest: bool) -> np.ndarray:
+def _rank_filter(planes: np.ndarray, size: int, largest: bool, mode: str = "nearest") -> np.ndarray:
     src = _float_image(planes)
     if (cv2 := opencv()) is not None and (src.ndim == 2 or src.shape[2] <= 4):
         square = np.ones((int(size), int(size)), np.uint8)
-        return _like((cv2.dilate if largest else cv2.erode)(src, square, borderType=cv2.BORDER_REPLICATE), src)
+        border = cv2.BORDER_REPLICATE if mode == "nearest" else cv2.BORDER_REFLECT  # scipy's "reflect": dcba|abcd
+        return _like((cv2.dilate if largest else cv2.erode)(src, square, borderType=border), src)
     from scipy import ndimage
 
     out, one_way = src, ndimage.maximum_filter1d if largest else ndimage.minimum_filter1d
     for axis in (0, 1):  # one axis after the other: 3x faster than a 2-D filter
-        out = one_way(out, int(size), axis=axis, mode="nearest")
+        out = one_way(out, int(size), axis=axis, mode=mode)
     return out
 
 
-def minimum_filter(planes: np.ndarray, size: int) -> np.ndarray:
+def minimum_filter(planes: np.ndarray, size: int, mode: str = "nearest") -> np.ndarray:
     """Each channel's minimum over every ``size`` x ``size`` square, the borders extended (scipy's
     ``minimum_filter(mode="nearest")``; OpenCV's ``erode`` with a square, the same values: the dark channel of every
-    state the search reads, about 30x faster than scipy's two passes)."""
-    return _rank_filter(planes, size, largest=False)
+    state the search reads, about 30x faster than scipy's two passes). ``mode="reflect"``: the borders mirrored, as
+    scipy's default."""
+    return _rank_filter(planes, size, largest=False, mode=mode)
 
 
-def maximum_filter(planes: np.ndarray, size: int) -> np.ndarray:
-    """Each channel's maximum over every ``size`` x ``size`` square, the borders extended (``minimum_filter``'s
-    twin: OpenCV's ``dilate``)."""
-    return _rank_filter(planes, size, largest=True)
+def maximum_filter(planes: np.ndarray, size: int, mode: str = "nearest") -> np.ndarray:
+    """Each channel's maximum over every ``size`` x ``size`` square (``minimum_filter``'s twin: OpenCV's
+    ``dilate``)."""
+    return _rank_filter(planes, size, largest=True, mode=mode)
 
 
 def morphology(mask: np.ndarray, radius: int) -> np.ndarray:

@@ -41,6 +41,17 @@ def test_short_fine_detail_with_steep_edges_is_not_soft_with_wide_edges_it_is():
     assert wide.defect and calls and calls[0].tool == "sharpen"
 
 
+def test_edges_are_read_wherever_the_blur_rule_asks_for_them_and_only_there():
+    from edit_agents.agents.quality.defects.blur import BLUR_SHARPNESS
+    from edit_agents.agents.quality.metrics import EDGES_UNDER
+
+    assert EDGES_UNDER >= BLUR_SHARPNESS
+    sharp = phone.case("daylight", 1)  # the cat: fine detail 1.28
+    soft = gaussian_filter(sharp.image, (2.0, 2.0, 0))
+    assert "edge_width" not in image_statistics(sharp.image)
+    assert image_statistics(soft)["edge_width"] >= SOFT_EDGE
+
+
 def test_an_edge_reads_wider_the_more_it_is_blurred():
     step = np.zeros((64, 64), np.float32)
     step[:, 32:] = 0.8
