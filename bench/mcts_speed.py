@@ -66,6 +66,7 @@ READINGS = (
     ("    posterisation (level step)", metrics, "level_step"),
     ("    impulses", metrics, "impulse_share"),
     ("    JPEG grid (also quality_readings)", metrics, "grid_measures"),
+    ("  edges' width (a photo short of fine detail)", metrics, "edge_width"),
     ("  row banding", metrics, "banding_sigma"),
     ("  BRISQUE", iqa, "brisque"),
     ("  NIQE", iqa, "niqe"),
