@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -114,14 +115,9 @@ def main() -> None:
     report([r for r in rows if r["seed"] < phone.HELD_APART], methods, f"seeds 0-{a.seeds - 1} (looked at)")
     report([r for r in rows if r["seed"] >= phone.HELD_APART], methods,
            f"seeds {phone.HELD_APART}-{phone.HELD_APART + a.held_apart - 1} (held apart)")
-    edits: dict[str, int] = {}
-    for r in rows:
-        if r["meant"]:
-            for label in r["actions"].get("mcts", []):
-                tool = label.split("(")[0]
-                edits[tool] = edits.get(tool, 0) + 1
+    edits = Counter(label.split("(")[0] for r in rows if r["meant"] for label in r["actions"].get("mcts", []))
     print("\nmcts's edits kept on meant photos, by tool: "
-          + (", ".join(f"{k} {v}" for k, v in sorted(edits.items(), key=lambda kv: -kv[1])) or "none"))
+          + (", ".join(f"{k} {v}" for k, v in edits.most_common()) or "none"))
     print(f"wall {time.perf_counter() - t:.0f} s")
 
 

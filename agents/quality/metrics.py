@@ -87,7 +87,7 @@ METRIC_SIDE = STATISTICS_SIDE  # global statistics read a copy at most this long
 # least this, where there are at least this many
 EDGE_WINDOW, EDGE_SHARE, EDGE_CONTRAST, EDGE_PIXELS = 11, 0.02, 0.1, 20
 # ... read only on a photo whose fine detail (sharpness) is under this: the blur rule asks the width of no other
-# (defects/blur.py's BLUR_SHARPNESS, which a test keeps at or under it), and a state's readings cost a third less
+# (defects/blur.py's BLUR_SHARPNESS, which a test keeps at or under it), so a sharp photo's states read no edges
 EDGES_UNDER = 0.9
 TEXTURE_SIDE = 192  # side of the native-resolution crops that noise, sharpness, BRISQUE and NIQE read
 TEXTURE_CENTRES = ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7))  # fixed places, so every candidate is read alike

@@ -14,13 +14,12 @@ the camera set for daylight: orange over the whites).
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from defects import to_linear, to_srgb
+from defects import save_as_jpeg, to_linear, to_srgb
 from photoset import load
 
 MEANT = ("sunset", "golden-hour", "blue-sky", "vivid-flower", "daylight")
@@ -56,15 +55,13 @@ def case(kind: str, seed: int) -> PhoneCase:
     ground = "" if kind == "vivid-flower" else GROUNDS[int(rng.integers(len(GROUNDS)))]
     scene, preset = _SCENES[kind]
     linear = scene(rng, ground)
-    render = lambda x: _phone(x, np.random.default_rng([KINDS.index(kind), seed, 1]),  # noqa: E731
-                              boost=1.0 if kind == "sunset" else 1.05 + 0.25 * float(rng.random()),
+    boost = 1.0 if kind == "sunset" else 1.05 + 0.25 * float(rng.random())  # a control's two renders share it
+    render = lambda x: _phone(x, np.random.default_rng([KINDS.index(kind), seed, 1]), boost,  # noqa: E731
                               metered=kind == "vivid-flower")
     if preset is None:
         image = render(linear)
         return PhoneCase(f"{kind}:{seed}", kind, ground, True, image, image)
-    state = rng.bit_generator.state  # the same boost for the scene under the right and the wrong preset
     truth = render(linear)
-    rng.bit_generator.state = state
     image = render(linear * np.array(preset, np.float32) * float(np.random.default_rng(seed).uniform(0.9, 1.1)))
     return PhoneCase(f"{kind}:{seed}", kind, ground, False, image, truth)
 
@@ -177,7 +174,6 @@ def _phone(linear: np.ndarray, rng, boost: float, metered: bool = False) -> np.n
     """As a phone renders and saves: exposed for the scene's highlights (``metered``: for its average, so a bright
     subject over a dark ground clips in its strongest channel), a filmic curve, saturation raised, sharpened after its
     noise reduction, a 4:2:0 JPEG at quality 85-95."""
-    from PIL import Image
     from scipy.ndimage import gaussian_filter
 
     lum = linear.mean(axis=2)
@@ -190,7 +186,4 @@ def _phone(linear: np.ndarray, rng, boost: float, metered: bool = False) -> np.n
     x = np.clip(grey + (x - grey) * boost, 0, 1)
     y = x.mean(axis=2, keepdims=True)
     x = np.clip(x + float(rng.uniform(0.4, 0.9)) * (y - gaussian_filter(y, (1.0, 1.0, 0))), 0, 1)
-    buf = io.BytesIO()
-    Image.fromarray((x * 255 + 0.5).astype(np.uint8)).save(buf, "JPEG", quality=int(rng.integers(85, 96)),
-                                                           subsampling=2)
-    return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"), np.float32) / 255.0
+    return save_as_jpeg(x, int(rng.integers(85, 96)))  # Pillow's 4:2:0, as phones save

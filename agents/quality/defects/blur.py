@@ -41,14 +41,15 @@ def blur(seen: Seen) -> tuple[Finding, list[ToolCall]]:
     # as sharp: a trusted motion kernel is the evidence by itself; so is an elongated Gaussian (the detail across
     # its narrow way is spared), which no clean photo's fall-off reads as (tools/restore: GAUSS_SIGMA)
     shaken = trusted and (kernel["kind"] == "motion" or kernel.get("sigma_minor", 0.0) > 0)
-    width = stats.get("edge_width", float("inf"))  # read only on a photo short of fine detail (metrics.EDGES_UNDER)
-    steep = sharp < BLUR_SHARPNESS and width < SOFT_EDGE  # a phone's sharpened photo, its fine detail smoothed
+    width = stats.get("edge_width")  # read only on a photo short of fine detail (metrics.EDGES_UNDER)
+    short = sharp < BLUR_SHARPNESS
+    steep = short and width is not None and width < SOFT_EDGE  # a phone's sharpened photo, its fine detail smoothed
     # sharpening noise, compression blocks or specks makes them worse
-    blurred = ((sharp < BLUR_SHARPNESS and not steep) or shaken) and not seen.held
-    why = (f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
-           + (f", strong edges rising over {width:.1f} px (soft from {SOFT_EDGE}"
-              + (": steep, as a phone's sharpened photo keeps them)" if steep else ")") if "edge_width" in stats
-              else ""))
+    blurred = ((short and not steep) or shaken) and not seen.held
+    why = f"fine detail {sharp:.2f} relative to local contrast at native resolution (limit {BLUR_SHARPNESS})"
+    if width is not None:
+        note = ": steep, as a phone's sharpened photo keeps them" if steep else ""
+        why += f", strong edges rising over {width:.1f} px (soft from {SOFT_EDGE}{note})"
     calls = []
     if blurred and trusted:
         why, calls = _deconvolve(kernel, why)

@@ -104,5 +104,6 @@ def _held_back(cast: float, limit: float, neutral: float, at_cast: float, grey_k
                      "nothing that should be grey shows it, the colour is the scene's")
     return "".join(parts)
 
+
 COLOUR_CAST = Defect("colour cast", ("colour_cast", "cast_red", "cast_blue", "cast_confidence", "neutral_share",
                                      "cast_share"), colour_cast, colour_only=True)
