@@ -16,7 +16,7 @@ import pytest
 from edit_agents.cli.server import LocalServer
 from helpers import WORKFLOWS, built_prompt, differences, frontends, load_json
 
-from browser import CHROMIUM, CHROMIUM_ARGS, close_dialogs, wait_for_extension
+from browser import CHROMIUM, CHROMIUM_ARGS, close_dialogs, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -51,9 +51,7 @@ def frontend_page(request, comfy_server, object_info, tmp_path_factory):
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-            page.goto(url, wait_until="domcontentloaded")
-            wait_for_extension(page)
+            page = open_page(browser, url)
             page.version = version
             yield page
             browser.close()
