@@ -19,7 +19,7 @@ import numpy as np
 from ...tools.imageops import resize_longest
 from ...tools.spec import ToolRegistry
 from .frame import not_judged, note_frame, photo_in_frame, put_back
-from .improve import Progress, failed_call, photo_tones, rescore_best, run_steps
+from .improve import Progress, failed_call, as_it_came, rescore_best, run_steps
 from ..quality.perception import RulePerceiver
 from .scorer import Scorer, model_reading, photo_levels, through_forward_models  # noqa: F401 (public)
 from ..records import ToolCall
@@ -98,7 +98,7 @@ class _Greedy:
         score = self.scorer.reward.score(image, image)
         self.progress = Progress(image, score, [image])
         self.levels = score.raw.get("level_step")  # the photo's own posterisation reading (photo_levels)
-        self.came = photo_tones(score.raw)  # its own tonal span and floor, for the perceiver
+        self.came = as_it_came(score.raw)  # its own span, floor and clipped colours, for the perceiver
         trace.add("reward", agent, "score the input", started=t0, scores=score.as_dict(), preview=image,
                   outputs={"statistics": {k: round(v, 4) for k, v in score.raw.items()}})
         run_steps(trace, agent, not_judged(image, self.perceiver, self.scorer), s.max_steps, self.step, on_step,

@@ -33,16 +33,19 @@ def failed_call(err: Exception) -> str:
     return why
 
 
-def photo_tones(stats: Mapping[str, float]) -> dict[str, float]:
-    """The tones the photo came with, for the perceiver: its span (white level - black level, ``photo_span``: a black
-    point is no fade's undoing on a scene narrow by nature, even once an edit widened it) and its dark channel's floor
-    (``photo_veil``: a pale picture whose strong colours reach black in a channel is no fade, even once a dehaze the
-    search tried took that floor down elsewhere). Empty where the statistics read no tone."""
+def as_it_came(stats: Mapping[str, float]) -> dict[str, float]:
+    """What the perceiver reads on the photo as it came, whatever state it looks at: its span (white level - black
+    level, ``photo_span``: a black point is no fade's undoing on a scene narrow by nature, even once an edit widened
+    it), its dark channel's floor (``photo_veil``: a pale picture whose strong colours reach black in a channel is no
+    fade, even once a dehaze the search tried took that floor down elsewhere) and its colours pushed past the file's
+    range (``photo_gamut_clip``: colours a black point or contrast the search tried clipped are not the photo's).
+    Empty where the statistics read none of them."""
     out = {}
     if {"white_level", "black_level"} <= stats.keys():
         out["photo_span"] = stats["white_level"] - stats["black_level"]
-    if "veil" in stats:
-        out["photo_veil"] = stats["veil"]
+    for reading in ("veil", "gamut_clip"):
+        if reading in stats:
+            out[f"photo_{reading}"] = stats[reading]
     return out
 
 

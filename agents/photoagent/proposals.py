@@ -13,7 +13,7 @@ from typing import Callable
 from ...tools.spec import ToolRegistry
 from .budget import Budget
 from .cache import StateCache
-from .improve import photo_tones
+from .improve import as_it_came
 from ..quality.perception import Memory, Perception, RulePerceiver
 from .scorer import photo_levels
 from .state import State
@@ -37,7 +37,7 @@ class Proposals:
         self.kept: tuple[ToolCall, ...] = ()  # the edits kept in earlier steps: the root is the photo after them
         self.root_key: tuple = ()  # the key of this step's root (its statistics: the perceiver's reference)
         self.levels: float | None = None  # the photo's own posterisation reading, from the first step's root
-        self.tones: dict[str, float] | None = None  # the photo's own tones (improve.photo_tones), from the same root
+        self.tones: dict[str, float] | None = None  # the photo's own readings (improve.as_it_came), from the same root
 
     def conflicts_of(self, used) -> frozenset[str]:
         """The tools that work against any of ``used`` (ToolSpec.conflicts)."""
@@ -49,8 +49,8 @@ class Proposals:
         if key not in self.perceptions:
             stats = self.cache.statistics[key] = image_statistics(state.preview, state.crops, self.pool,
                                                                   known=self.carried(key))
-            if key == self.root_key and self.tones is None:  # the photo as it came (photo_levels, photo_tones)
-                self.levels, self.tones = stats.get("level_step"), photo_tones(stats)
+            if key == self.root_key and self.tones is None:  # the photo as it came (photo_levels, as_it_came)
+                self.levels, self.tones = stats.get("level_step"), as_it_came(stats)
             stats = {**stats, **(self.tones or {})}
             root = self.cache.statistics.get(self.root_key)
             if root is not None and key != self.root_key:

@@ -265,15 +265,15 @@ def _colourfulness(rgb: np.ndarray) -> float:
 
 
 def gamut_clipped(top: np.ndarray, bottom: np.ndarray) -> float:
-    """The share of the colourful pixels (channels GAMUT_CHROMA or more apart) with a channel at the file's end (0 or
-    1), from each pixel's brightest and darkest channel (imageops.channel_max, channel_min): saturation raised in
-    display values pushes colours past what the file can hold, while a scene's own vivid colours, photographed or
-    rendered, keep nearly all their channels inside it."""
+    """The share of the colourful pixels (channels GAMUT_CHROMA or more apart) whose darkest channel is at 0, from each
+    pixel's brightest and darkest channel (imageops.channel_max, channel_min): saturation raised in display values
+    pushes a strong colour's weakest channel below what the file can hold, while a scene's own vivid colours keep it
+    inside. A brightest channel at 1 is not counted: that is the exposure's (a phone exposing a red subject in sun)."""
     colourful = top - bottom > GAMUT_CHROMA
     count = np.count_nonzero(colourful)
     if not count:
         return 0.0
-    return float(np.count_nonzero(((bottom <= 1 / 255) | (top >= 254 / 255)) & colourful) / count)
+    return float(np.count_nonzero((bottom <= 1 / 255) & colourful) / count)
 
 
 def _sharpnesses(lums: list[np.ndarray]) -> list[float]:

@@ -1,6 +1,6 @@
 """Photos as phones save them are left as the photographer meant (issue 68): the colour of the scene's light is not
-a cast unless something that should be grey shows it, and a phone's sharpened photo is not soft for its smoothed fine
-detail alone. The cases are tests/support/phone.py's; seeds from phone.HELD_APART on were never looked at."""
+a cast unless something that should be grey shows it, a phone's sharpened photo is not soft for its smoothed fine
+detail alone, and a vivid subject is not over-saturation unless its colours were pushed past 0. The cases are tests/support/phone.py's; seeds from phone.HELD_APART on were never looked at."""
 import numpy as np
 import pytest
 from scipy.ndimage import gaussian_filter
@@ -9,7 +9,8 @@ import phone
 from edit_agents.agents.quality.defects.base import Seen
 from edit_agents.agents.quality.defects.blur import SOFT_EDGE, blur
 from edit_agents.agents.quality.defects.cast import GREYS_AT_CAST, colour_cast
-from edit_agents.agents.quality.metrics import edge_width, image_statistics, texture_crops
+from edit_agents.agents.quality.defects.saturation import OVER_COLOURFUL, OVER_GAMUT, over_saturation
+from edit_agents.agents.quality.metrics import edge_width, gamut_clipped, image_statistics, texture_crops
 from edit_agents.agents.quality.perception import RulePerceiver
 from edit_agents.tools import default_registry
 
@@ -70,3 +71,18 @@ def test_a_wrong_preset_over_grey_surfaces_is_still_white_balanced():
     control = phone.case("tungsten-preset", 0)
     assert control.ground == "I04" and not control.meant  # a portrait in greys, under a sky shot for tungsten
     assert "white_balance" in _tools_proposed(control.image)
+
+
+def test_a_colour_the_exposure_clipped_at_the_top_is_not_pushed_past_the_files_range():
+    top = np.array([1.0, 1.0, 0.9, 0.6], np.float32)  # a red in sun: its red channel at 1, the others inside
+    assert gamut_clipped(top, np.array([0.3, 0.2, 0.0, 0.2], np.float32)) == 0.25  # only the weakest channel at 0 counts
+    bike = phone.case("blue-sky", 2)  # a red motorcycle under a blue sky, exposed for the sky: 72% clipped at the top
+    assert bike.ground == "stereo_motorcycle" and image_statistics(bike.image)["colourfulness"] > OVER_COLOURFUL
+    assert "saturation" not in _tools_proposed(bike.image)
+
+
+def test_colours_an_edit_pushed_past_the_range_are_not_the_photos():
+    garish = {"colourfulness": OVER_COLOURFUL + 0.1, "gamut_clip": OVER_GAMUT + 0.3}
+    came_vivid, _ = over_saturation(Seen({**garish, "photo_gamut_clip": 0.05}, "general"))  # a black point clipped them
+    came_garish, calls = over_saturation(Seen({**garish, "photo_gamut_clip": OVER_GAMUT + 0.2}, "general"))
+    assert not came_vivid.defect and came_garish.defect and {c.tool for c in calls} == {"saturation"}
