@@ -2,13 +2,16 @@
 it, the tool calls it proposes and the findings that hold them back), and what is built from them: the reward's
 penalties and the rule perceiver's diagnosis.
 
-Adding a defect: a module here declaring a ``Defect`` (and its tool in tools/), and its place in DEFECTS.
+Adding a defect: a module here declaring a ``Defect`` (and its tool in tools/), and its place in DEFECTS; a reading
+it needs that no metric makes is declared in ``readings.READINGS`` and computed in ``metrics`` (the registry names
+any it reads undeclared, at import).
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from ...records import ToolCall
+from ..readings import READ_WHERE
 from .banding import BANDING
 from .base import Defect, Finding, Penalty, Seen
 from .blotches import COLOUR_BLOTCHES
@@ -45,7 +48,20 @@ PENALTIES = tuple(p.row() for p in PENALTY.values())
 # growing: counted as the log of the shortfall (excess)
 FLOOR_PENALTIES = {p.name: p.floor for p in PENALTY.values() if p.floor is not None}
 # the penalties whose statistic the texture crops give (texture_statistics); the others are read on the global copy
-TEXTURE_PENALTIES = tuple(p.name for p in PENALTY.values() if p.texture)
+TEXTURE_PENALTIES = tuple(p.name for p in PENALTY.values() if READ_WHERE[p.reading] == "crops")
+
+
+def _undeclared() -> list[str]:
+    """What a defect or a penalty reads that readings.READINGS does not declare (the photo-as-it-came readings are
+    the declared ones under a ``photo_`` prefix)."""
+    read = [(d.check, r) for d in DEFECTS for r in d.readings + d.needs]
+    read += [(f"the {p.name} penalty", p.reading) for p in PENALTY.values()]
+    return [f"{who} reads {r}" for who, r in read if r.removeprefix("photo_") not in READ_WHERE]
+
+
+if _undeclared():  # a defect added with a reading no metric makes: say which, at import
+    raise RuntimeError("readings no metric computes (declare them in agents/quality/readings.py and compute them in "
+                      "metrics.py): " + "; ".join(_undeclared()))
 
 
 def excess(raw: Mapping[str, float], penalty: str) -> float:

@@ -39,7 +39,6 @@ class Penalty:
     # a defect when low: the reading under which its shortfall stops growing (the shortfall counts as its log)
     floor: float | None = None
     colour_only: bool = False  # not read in a black-and-white photo
-    texture: bool = True  # read on the native-resolution texture crops (metrics.texture_statistics)
 
     def row(self) -> tuple[str, str, float, float, str]:
         """The penalty as reward.PENALTIES lists it: (RewardConfig field, raw statistic, scale, limit, label)."""

@@ -9,7 +9,7 @@ from .base import Defect, Finding, Penalty, Seen, penalised
 # (0.68: its blue image, read alike in all four quarters, may be its fundus camera's own aberration) and at most 0.22
 # on every other defect of the defect space (a defocus on the coffee). Never intent.
 FRINGE_LIMIT = 0.3
-PENALTY = Penalty("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal", texture=False)
+PENALTY = Penalty("fringes", "fringes", 1.0, FRINGE_LIMIT, "colour fringes, % of the half-diagonal")
 
 
 def fringes(seen: Seen) -> tuple[Finding, list[ToolCall]]:

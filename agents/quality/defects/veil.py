@@ -14,7 +14,7 @@ from .tones import black_levels
 # In a black-and-white photo only shadows and dark objects keep the floor down (no colourful ones), and those
 # pale close-ups are all black-and-white: there the veil is not used.
 VEIL_LIMIT = 0.09
-PENALTY = Penalty("veil", "veil", 1.0, VEIL_LIMIT, "veil", colour_only=True, texture=False)
+PENALTY = Penalty("veil", "veil", 1.0, VEIL_LIMIT, "veil", colour_only=True)
 
 
 def veil(seen: Seen) -> tuple[Finding, list[ToolCall]]:
