@@ -7,7 +7,8 @@ the scene has one, then rendered as a phone renders (a tone curve, a saturation 
 reduction) and saved as a 4:2:0 JPEG at a phone's quality. Every case is drawn from its seed: the same seed, the same
 file. Seeds under HELD_APART were looked at while the perceiver's rules for them were written; the others were not.
 
-Kinds meant as they are (MEANT): "sunset", "golden-hour", "blue-sky", "vivid-flower", "daylight".
+Kinds meant as they are (MEANT): "sunset", "golden-hour", "blue-sky", "vivid-flower", "daylight", "hdr-daylight" (a
+daylight scene through the phone's local tone mapping: its shadows lifted, its highlights kept).
 Controls (CONTROLS), each a wrong white balance that a photographer corrects: "tungsten-preset" (a daylight scene
 shot with the camera set for a lamp: blue over the whites) and "daylight-preset-indoors" (a room under lamps with
 the camera set for daylight: orange over the whites).
@@ -22,9 +23,12 @@ import numpy as np
 from defects import save_as_jpeg, to_linear, to_srgb
 from photoset import load
 
-MEANT = ("sunset", "golden-hour", "blue-sky", "vivid-flower", "daylight")
+MEANT = ("sunset", "golden-hour", "blue-sky", "vivid-flower", "daylight", "hdr-daylight")
 CONTROLS = ("tungsten-preset", "daylight-preset-indoors")
 KINDS = MEANT + CONTROLS
+# the order each kind's generator is seeded in: a kind added later goes last, so the others draw the same cases
+_DRAWN = ("sunset", "golden-hour", "blue-sky", "vivid-flower", "daylight", "tungsten-preset",
+          "daylight-preset-indoors", "hdr-daylight")
 # the photos a scene is built on: photoset's colour photos with a ground and things in it
 GROUNDS = ("astronaut", "rocket", "coffee", "chelsea", "stereo_motorcycle", "I04", "I06", "I08")
 HELD_APART = 1000  # seeds from here on were never looked at while the rules were written
@@ -51,12 +55,12 @@ def case(kind: str, seed: int) -> PhoneCase:
     """The case of ``kind`` drawn from ``seed`` (kind's index and the seed seed its generator)."""
     if kind not in KINDS:
         raise ValueError(f"{kind}: not a phone case (one of {', '.join(KINDS)})")
-    rng = np.random.default_rng([KINDS.index(kind), seed])
+    rng = np.random.default_rng([_DRAWN.index(kind), seed])
     ground = "" if kind == "vivid-flower" else GROUNDS[int(rng.integers(len(GROUNDS)))]
     scene, preset = _SCENES[kind]
     linear = scene(rng, ground)
     boost = 1.0 if kind == "sunset" else 1.05 + 0.25 * float(rng.random())  # a control's two renders share it
-    render = lambda x: _phone(x, np.random.default_rng([KINDS.index(kind), seed, 1]), boost,  # noqa: E731
+    render = lambda x: _phone(x, np.random.default_rng([_DRAWN.index(kind), seed, 1]), boost,  # noqa: E731
                               metered=kind == "vivid-flower")
     if preset is None:
         image = render(linear)
@@ -140,6 +144,18 @@ def _daylight(rng, ground: str) -> np.ndarray:
     return _ground(ground)
 
 
+def _hdr_daylight(rng, ground: str) -> np.ndarray:
+    """A daylight scene as a phone's HDR mode tone-maps it: a smooth gain (up to 6x) lifts the shadows, the highlights
+    kept (the gain falls to 1 at the 90th percentile of the scene's large-scale brightness)."""
+    from scipy.ndimage import gaussian_filter
+
+    photo = _ground(ground)
+    lum = photo.mean(axis=2)
+    base = gaussian_filter(lum, lum.shape[1] / 16) + 1e-3
+    gain = np.clip((base / float(np.percentile(base, 90))) ** -float(rng.uniform(0.3, 0.6)), 1.0, 6.0)
+    return photo * gain[..., None].astype(np.float32)
+
+
 def _vivid_flower(rng, ground: str) -> np.ndarray:
     """A close-up of a flower: saturated petals (a channel near clipping) over a blurred green background."""
     h, w = 384, 512
@@ -161,7 +177,7 @@ def _vivid_flower(rng, ground: str) -> np.ndarray:
 
 # kind -> (the scene in linear light, the gains of a wrong white-balance preset on it or None)
 _SCENES = {"sunset": (_sunset, None), "golden-hour": (_golden_hour, None), "blue-sky": (_blue_sky, None),
-           "vivid-flower": (_vivid_flower, None), "daylight": (_daylight, None),
+           "vivid-flower": (_vivid_flower, None), "daylight": (_daylight, None), "hdr-daylight": (_hdr_daylight, None),
            # a camera set for tungsten under daylight: red down, blue up, about 2x apart (3200 K against 5500 K)
            "tungsten-preset": (_blue_sky, (0.72, 1.0, 1.45)),
            # a room under lamps (2900 K) photographed with the camera set for daylight

@@ -67,6 +67,12 @@ def test_sunsets_and_daylight_as_phones_save_them_get_no_white_balance_or_sharpe
         assert not {"white_balance", "sharpen"} & _tools_proposed(phone.case(kind, seed).image), kind
 
 
+@pytest.mark.parametrize("seed", [phone.HELD_APART + i for i in range(3)])
+def test_a_phones_hdr_photo_is_not_read_as_hazy_faded_or_soft(seed):
+    """The issue's phone photo that was dehazed and sharpened: shadows lifted by the phone's tone mapping are no veil."""
+    assert not {"dehaze", "levels", "contrast", "sharpen"} & _tools_proposed(phone.case("hdr-daylight", seed).image)
+
+
 def test_a_wrong_preset_over_grey_surfaces_is_still_white_balanced():
     control = phone.case("tungsten-preset", 0)
     assert control.ground == "I04" and not control.meant  # a portrait in greys, under a sky shot for tungsten
