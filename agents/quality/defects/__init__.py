@@ -48,7 +48,7 @@ PENALTIES = tuple(p.row() for p in PENALTY.values())
 # growing: counted as the log of the shortfall (excess)
 FLOOR_PENALTIES = {p.name: p.floor for p in PENALTY.values() if p.floor is not None}
 # the penalties whose statistic the texture crops give (texture_statistics); the others are read on the global copy
-TEXTURE_PENALTIES = tuple(p.name for p in PENALTY.values() if READ_WHERE[p.reading] == "crops")
+TEXTURE_PENALTIES = tuple(p.name for p in PENALTY.values() if READ_WHERE.get(p.reading) == "crops")
 
 
 def _undeclared() -> list[str]:
