@@ -4,8 +4,8 @@ wrong white balance on surfaces that should be neutral still corrected?
 The cases are tests/support/phone.py's: sunsets, golden-hour light, blue skies, vivid flowers, plain daylight and
 daylight through a phone's HDR tone mapping, each meant as it is, and two controls with a wrong white-balance preset
 (a daylight scene shot for tungsten, a room under lamps shot for daylight), each built on photoset's photos and saved
-as a 4:2:0 JPEG. Seeds 0 to --seeds-1 were looked
-at while the rules were written; seeds from phone.HELD_APART on were not, and are reported apart.
+as a 4:2:0 JPEG. Seeds 0 to --seeds-1 were looked at while the rules were written; seeds from phone.HELD_APART on were
+not, and are reported apart.
 
 Every method runs on the saved JPEG and is judged against what the photographer meant (the file itself; for a
 control, the scene under the right preset) by SSIM and mean CIEDE2000, as bench/photoagent_generalise.py judges: a
